@@ -1,0 +1,33 @@
+"""Shared fixtures: every async test runs on asyncio and on trio; seeded randomness."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+
+
+@pytest.fixture(params=["asyncio", "trio"])
+def anyio_backend(request: pytest.FixtureRequest) -> str:
+    """Run each async test once per event loop."""
+    return str(request.param)
+
+
+@pytest.fixture
+def rng(request: pytest.FixtureRequest) -> Iterator[np.random.Generator]:
+    """A fresh random generator; its seed is reported when the test fails."""
+    seed = secrets.randbits(32)
+    request.node.user_properties.append(("seed", seed))
+    yield np.random.default_rng(seed)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """Print the random seed of a failed test so the failure can be replayed."""
+    outcome = yield
+    report = outcome.get_result()
+    seeds = [value for key, value in item.user_properties if key == "seed"]
+    if report.failed and seeds:
+        report.sections.append(("random seed", f"rng seed = {seeds[0]}"))

@@ -1,0 +1,202 @@
+"""Resident buffers and sequences on the CPU backend, and backend lifecycle."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import vyre_async as va
+from vyre_async.kernels import axpy, histogram256, sum_reduce
+from vyre_async.testing import Gate, assert_no_resident_leaks, gated_kernel
+
+
+async def test_upload_read_round_trip_keeps_dtype_and_shape(rng: np.random.Generator) -> None:
+    """A whole-buffer read returns the uploaded array with its dtype and shape."""
+    array = rng.integers(-1000, 1000, size=(7, 13), dtype=np.int64)
+    async with va.open_backend("cpu") as backend:
+        buf = await backend.upload(array)
+        assert (buf.dtype, buf.shape, buf.nbytes) == (array.dtype, array.shape, array.nbytes)
+        back = await backend.read(buf)
+        await backend.free(buf)
+    np.testing.assert_array_equal(back, array)
+
+
+async def test_ranged_and_batched_reads_return_exact_slices(rng: np.random.Generator) -> None:
+    """read(offset, count) and read_many return exactly the asked ranges."""
+    array = rng.standard_normal(1000).astype(np.float32)
+    async with va.open_backend("cpu") as backend:
+        buf = await backend.upload(array)
+        part = await backend.read(buf, offset=10, count=25)
+        many = await backend.read_many(
+            [va.ReadRange(buf, 0, 3), va.ReadRange(buf, 990), va.ReadRange(buf, 500, 0)]
+        )
+        syncs = backend.telemetry().sync_points
+        await backend.free(buf)
+    np.testing.assert_array_equal(part, array[10:35])
+    np.testing.assert_array_equal(many[0], array[:3])
+    np.testing.assert_array_equal(many[1], array[990:])
+    assert many[2].size == 0
+    assert syncs == 2, "one fence per read call, however many ranges"
+
+
+async def test_write_at_offset_changes_only_that_span(rng: np.random.Generator) -> None:
+    """write(data, offset) overwrites exactly [offset, offset + len(data))."""
+    array = rng.standard_normal(100).astype(np.float32)
+    patch = rng.standard_normal(10).astype(np.float32)
+    async with va.open_backend("cpu") as backend:
+        buf = await backend.upload(array)
+        await backend.write(buf, patch, offset=40)
+        back = await backend.read(buf)
+        await backend.free(buf)
+    expected = array.copy()
+    expected[40:50] = patch
+    np.testing.assert_array_equal(back, expected)
+
+
+async def test_bad_ranges_and_dtypes_are_refused_with_a_fix() -> None:
+    """Out-of-range reads/writes and dtype mismatches raise ValidationError with Fix."""
+    async with va.open_backend("cpu") as backend:
+        buf = await backend.alloc(64, np.float32)
+        assert buf.size == 16
+        with pytest.raises(va.ValidationError, match=r"outside resident buffer.*Fix:"):
+            await backend.read(buf, offset=10, count=7)
+        with pytest.raises(va.ValidationError, match=r"outside resident buffer.*Fix:"):
+            await backend.write(buf, np.zeros(4, np.float32), offset=14)
+        with pytest.raises(va.ValidationError, match=r"float64.*Fix:"):
+            await backend.write(buf, np.zeros(4, np.float64))
+        with pytest.raises(va.ValidationError, match=r"whole number.*Fix:"):
+            await backend.alloc(10, np.float32)
+        await backend.free(buf)
+
+
+async def test_freed_buffer_cannot_be_used() -> None:
+    """Reading, writing, dispatching or freeing a freed buffer raises LifecycleError."""
+    async with va.open_backend("cpu") as backend:
+        buf = await backend.upload(np.ones(4, np.float32))
+        await backend.free(buf)
+        with pytest.raises(va.LifecycleError, match=r"already freed.*Fix:"):
+            await backend.read(buf)
+        with pytest.raises(va.LifecycleError, match="already freed"):
+            await backend.write(buf, np.ones(4, np.float32))
+        with pytest.raises(va.LifecycleError, match="already freed"):
+            backend.submit(axpy, {"x": buf, "y": np.ones(4, np.float32)}, a=1.0)
+        with pytest.raises(va.LifecycleError, match="already freed"):
+            await backend.free(buf)
+
+
+async def test_buffer_from_another_backend_is_refused() -> None:
+    """A handle made by one backend is refused by another with ValidationError."""
+    async with va.open_backend("cpu") as first, va.open_backend("cpu") as second:
+        buf = await first.upload(np.ones(4, np.float32))
+        with pytest.raises(va.ValidationError, match=r"another cpu backend.*Fix:"):
+            await second.read(buf)
+        with pytest.raises(va.ValidationError, match="another cpu backend"):
+            second.submit(axpy, {"x": buf, "y": np.ones(4, np.float32)}, a=1.0)
+        await first.free(buf)
+
+
+async def test_overwriting_an_in_flight_buffer_is_refused() -> None:
+    """write() on a buffer an unfinished dispatch uses raises LifecycleError."""
+    gate = Gate()
+    async with va.open_backend("cpu") as backend:
+        x = await backend.upload(np.ones(4, np.float32))
+        pending = backend.submit(gated_kernel(gate), {"x": x})
+        with pytest.raises(va.LifecycleError, match=r"1 unfinished dispatch.*Fix:"):
+            await backend.write(x, np.zeros(4, np.float32))
+        gate.open()
+        await pending
+        await backend.write(x, np.zeros(4, np.float32))
+        await backend.free(x)
+
+
+async def test_resident_output_stays_resident(rng: np.random.Generator) -> None:
+    """An output bound to a resident buffer is written there, cleared first, not returned."""
+    data = rng.integers(0, 256, 4096, dtype=np.uint8)
+    async with va.open_backend("cpu") as backend:
+        counts = await backend.upload(np.full(256, 99, dtype=np.uint32))
+        out = await backend.dispatch(histogram256, {"data": data, "counts": counts})
+        assert out == {}
+        got = await backend.read(counts)
+        await backend.free(counts)
+    np.testing.assert_array_equal(got, np.bincount(data, minlength=256))
+
+
+async def test_repeated_sequence_runs_prefix_once_and_steps_n_times(
+    rng: np.random.Generator,
+) -> None:
+    """prefix once + repeated x N equals the float64 model, with one sync point."""
+    n, repeats = 300, 5
+    x = rng.standard_normal(n).astype(np.float32)
+    y = rng.standard_normal(n).astype(np.float32)
+    async with va.open_backend("cpu") as backend:
+        xb, yb = await backend.upload(x), await backend.upload(y)
+        total = await backend.alloc(4, np.float32)
+        backend.reset_telemetry()
+        pending = backend.submit_repeated(
+            [va.SequenceStep(axpy, {"x": xb, "y": yb}, {"a": 3.0})],
+            [va.SequenceStep(axpy, {"x": xb, "y": yb}, {"a": 0.5})],
+            repeat_count=repeats,
+            reads=[va.ReadRange(yb, 0, 10)],
+        )
+        (head,) = await pending
+        summed = await backend.submit_sequence(
+            [va.SequenceStep(sum_reduce, {"x": yb, "out": total})],
+            reads=[va.ReadRange(total)],
+        )
+        t = backend.telemetry()
+        for buf in (xb, yb, total):
+            await backend.free(buf)
+        assert_no_resident_leaks(backend.telemetry())
+    expected = y.astype(np.float64) + (3.0 + 0.5 * repeats) * x.astype(np.float64)
+    np.testing.assert_allclose(head, expected[:10], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(summed[0][0], expected.sum(), rtol=1e-4, atol=1e-3)
+    assert t.kernel_launches == 1 + repeats + 1
+    assert t.sync_points == 2
+
+
+async def test_sequence_with_host_array_or_unbound_output_is_refused() -> None:
+    """Sequence steps must bind every parameter, and only to resident buffers."""
+    async with va.open_backend("cpu") as backend:
+        xb = await backend.upload(np.ones(4, np.float32))
+        with pytest.raises(va.ValidationError, match=r"resident buffers only.*Fix:"):
+            backend.submit_sequence(
+                [va.SequenceStep(axpy, {"x": xb, "y": np.ones(4, np.float32)}, {"a": 1.0})]  # type: ignore[dict-item]
+            )
+        with pytest.raises(va.ValidationError, match=r"leaves output 'out' unbound.*Fix:"):
+            backend.submit_sequence([va.SequenceStep(sum_reduce, {"x": xb})])
+        await backend.free(xb)
+
+
+async def test_closed_backend_refuses_work_and_closing_twice_is_a_noop() -> None:
+    """After close every call raises LifecycleError; aclose() again does nothing."""
+    async with va.open_backend("cpu") as backend:
+        pass
+    assert backend.state is va.BackendState.CLOSED
+    await backend.aclose()
+    with pytest.raises(va.LifecycleError, match=r"closed.*Fix:"):
+        backend.submit(axpy, {"x": np.ones(1, np.float32), "y": np.ones(1, np.float32)}, a=1.0)
+    with pytest.raises(va.LifecycleError, match="closed"):
+        await backend.upload(np.ones(1))
+
+
+async def test_reopening_a_closed_backend_is_refused() -> None:
+    """A backend object cannot be entered a second time."""
+    backend = va.CpuBackend()
+    async with backend:
+        pass
+    with pytest.raises(va.LifecycleError, match=r"cannot be opened again.*Fix:"):
+        async with backend:
+            pass
+
+
+async def test_close_waits_for_in_flight_work_and_frees_buffers() -> None:
+    """Closing with work in flight waits for it, then frees every resident buffer."""
+    gate = Gate()
+    async with va.open_backend("cpu") as backend:
+        x = await backend.upload(np.arange(4, dtype=np.float32))
+        pending = backend.submit(gated_kernel(gate), {"x": x})
+        assert backend.telemetry().resident_buffers_live == 1
+        gate.open()
+    assert pending.is_ready()
+    assert_no_resident_leaks(backend.telemetry())
+    np.testing.assert_array_equal((await pending)["y"], np.arange(4, dtype=np.float32))

@@ -1,0 +1,72 @@
+"""vyre_async: an asynchronous GPU batch runner.
+
+CUDA streams and events become awaitable pending dispatches on an anyio event loop
+(asyncio or trio); with no GPU, the same API runs on a CPU backend.
+
+Example:
+    >>> import anyio, numpy as np, vyre_async as va
+    >>> async def main() -> None:
+    ...     async with va.open_backend() as backend:
+    ...         x = np.arange(4, dtype=np.float32)
+    ...         out = await backend.dispatch(va.kernels.axpy, {"x": x, "y": x}, a=2.0)
+    ...         assert (out["y"] == 3 * x).all()
+    >>> anyio.run(main)
+"""
+
+from . import errors as errors
+from . import kernels as kernels
+from .backends import Backend as Backend
+from .backends import BackendState as BackendState
+from .backends import CpuBackend as CpuBackend
+from .backends import DispatchConfig as DispatchConfig
+from .backends import ReadRange as ReadRange
+from .backends import ResidentBuffer as ResidentBuffer
+from .backends import SequenceStep as SequenceStep
+from .backends import open_backend as open_backend
+from .errors import CompileError as CompileError
+from .errors import ConfigurationError as ConfigurationError
+from .errors import DeviceLostError as DeviceLostError
+from .errors import DispatchError as DispatchError
+from .errors import LifecycleError as LifecycleError
+from .errors import OutOfMemoryError as OutOfMemoryError
+from .errors import UnsupportedFeatureError as UnsupportedFeatureError
+from .errors import ValidationError as ValidationError
+from .errors import VyreError as VyreError
+from .kernels import Kernel as Kernel
+from .logging import configure_logging as configure_logging
+from .streams import DispatchTiming as DispatchTiming
+from .streams import PendingDispatch as PendingDispatch
+from .streams import TimedResult as TimedResult
+from .telemetry import TelemetrySnapshot as TelemetrySnapshot
+from .telemetry import to_prometheus_text as to_prometheus_text
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Backend",
+    "BackendState",
+    "CompileError",
+    "ConfigurationError",
+    "CpuBackend",
+    "DeviceLostError",
+    "DispatchConfig",
+    "DispatchError",
+    "DispatchTiming",
+    "Kernel",
+    "LifecycleError",
+    "OutOfMemoryError",
+    "PendingDispatch",
+    "ReadRange",
+    "ResidentBuffer",
+    "SequenceStep",
+    "TelemetrySnapshot",
+    "TimedResult",
+    "UnsupportedFeatureError",
+    "ValidationError",
+    "VyreError",
+    "configure_logging",
+    "errors",
+    "kernels",
+    "open_backend",
+    "to_prometheus_text",
+]

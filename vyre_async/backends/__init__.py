@@ -1,0 +1,23 @@
+"""Backends: the :class:`Backend` protocol, :func:`open_backend`, CPU and CUDA."""
+
+from ._config import DispatchConfig as DispatchConfig
+from ._core import BackendState as BackendState
+from ._cpu import CpuBackend as CpuBackend
+from ._open import BackendKind as BackendKind
+from ._open import open_backend as open_backend
+from ._protocol import Backend as Backend
+from ._resident import ResidentBuffer as ResidentBuffer
+from ._sequence import ReadRange as ReadRange
+from ._sequence import SequenceStep as SequenceStep
+
+__all__ = [
+    "Backend",
+    "BackendKind",
+    "BackendState",
+    "CpuBackend",
+    "DispatchConfig",
+    "ReadRange",
+    "ResidentBuffer",
+    "SequenceStep",
+    "open_backend",
+]

@@ -1,0 +1,446 @@
+"""What every backend shares: lifecycle, validation, resident bookkeeping, telemetry.
+
+A concrete backend (CPU, CUDA) supplies the few ``_enqueue_*`` / ``_store`` hooks that
+actually move bytes and run kernels; everything a caller can get wrong is checked
+here, once, before any hook runs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping, Sequence
+from types import TracebackType
+from typing import Any, Generic, Self, TypeVar
+
+import anyio
+import numpy as np
+
+from ..errors import LifecycleError, ValidationError
+from ..kernels._kernel import BoundCall, Kernel
+from ..logging import get_logger
+from ..streams._pending import Completion, DispatchTiming, PendingDispatch
+from ..telemetry import TelemetryCounters, TelemetrySnapshot
+from ._config import DispatchConfig
+from ._resident import ResidentBuffer, ResidentRegistry
+from ._sequence import ReadRange, SequenceStep, bind_step, resolve_range
+
+S = TypeVar("S")
+Outputs = dict[str, np.ndarray]
+#: (storage, handle, offset, count) of one range to read, already checked.
+ReadPlan = tuple[Any, ResidentBuffer, int, int]
+Enqueued = tuple[Callable[[], Any], Callable[[], None] | None]
+
+_DEFAULT_CONFIG = DispatchConfig()
+#: Seconds a closing backend waits for unfinished work before it gives up on it.
+CLOSE_DEADLINE_S = 30.0
+
+
+class BackendState(enum.Enum):
+    """Lifecycle of a backend: made, opened once, closed once."""
+
+    UNOPENED = "unopened"
+    OPEN = "open"
+    CLOSED = "closed"
+
+
+class BackendCore(ABC, Generic[S]):
+    """Shared implementation behind :class:`Backend`; ``S`` is the storage type."""
+
+    kind: str = "abstract"
+
+    def __init__(self) -> None:
+        self._state = BackendState.UNOPENED
+        self._counters = TelemetryCounters()
+        self._registry: ResidentRegistry[S] = ResidentRegistry(self.kind, self._count_resident)
+        self._in_flight: set[Completion] = set()
+        self._task_group: anyio.abc.TaskGroup | None = None
+        self._log = get_logger(f"vyre_async.backends.{self.kind}")
+
+    # ----------------------------------------------------------------- lifecycle
+    @property
+    def state(self) -> BackendState:
+        """Unopened, open or closed."""
+        return self._state
+
+    @property
+    @abstractmethod
+    def device_name(self) -> str:
+        """Human name of the device."""
+
+    async def __aenter__(self) -> Self:
+        if self._state is not BackendState.UNOPENED:
+            raise LifecycleError(
+                f"this {self.kind} backend is {self._state.value} and cannot be opened again",
+                fix="open a new backend with vyre_async.open_backend().",
+            )
+        task_group = anyio.create_task_group()
+        await task_group.__aenter__()
+        try:
+            await self._open(task_group)
+        except BaseException as exc:
+            task_group.cancel_scope.cancel()
+            await task_group.__aexit__(type(exc), exc, exc.__traceback__)
+            self._state = BackendState.CLOSED
+            raise
+        self._task_group = task_group
+        self._state = BackendState.OPEN
+        self._log.info("backend opened", device=self.device_name)
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> bool | None:
+        await self.aclose()
+        return None
+
+    async def aclose(self) -> None:
+        """Refuse new work, wait for unfinished work, free everything. Idempotent."""
+        if self._state is not BackendState.OPEN:
+            self._state = BackendState.CLOSED
+            return
+        self._state = BackendState.CLOSED
+        task_group, self._task_group = self._task_group, None
+        with anyio.CancelScope(shield=True):
+            with anyio.move_on_after(CLOSE_DEADLINE_S) as scope:
+                for completion in list(self._in_flight):
+                    await _quietly(completion)
+            if scope.cancelled_caught:
+                self._log.warning(
+                    "closing with unfinished work", unfinished=len(self._in_flight)
+                )
+            for storage in self._registry.drain():
+                self._release(storage)
+            await self._close()
+        if task_group is not None:
+            # Outside the shield: a task group's scope must be exited as the innermost one.
+            task_group.cancel_scope.cancel()
+            await task_group.__aexit__(None, None, None)
+        self._log.info("backend closed", device=self.device_name)
+
+    def _check_open(self) -> anyio.abc.TaskGroup:
+        if self._state is not BackendState.OPEN or self._task_group is None:
+            raise LifecycleError(
+                f"this {self.kind} backend is {self._state.value}",
+                fix="use it inside `async with vyre_async.open_backend() as backend:`.",
+            )
+        self._check_healthy()
+        return self._task_group
+
+    def _check_healthy(self) -> None:
+        """Raise when the device can no longer take work (CUDA: device lost)."""
+
+    # ----------------------------------------------------------------- dispatch
+    def submit(
+        self,
+        kernel: Kernel,
+        inputs: Mapping[str, np.ndarray | ResidentBuffer],
+        *,
+        config: DispatchConfig | None = None,
+        **scalars: Any,
+    ) -> PendingDispatch[Outputs]:
+        """Validate and enqueue one kernel dispatch; return at once.
+
+        Args:
+            kernel: The kernel.
+            inputs: Buffer parameter -> host array or resident buffer. Host arrays are
+                copied at submit, so the caller may reuse them right away.
+            config: Timeout, fixpoint iterations, timing.
+            **scalars: Scalar parameters.
+
+        Returns:
+            A pending dispatch; awaiting it gives the host-bound ``out``/``inout``
+            buffers as new arrays (resident outputs stay resident).
+
+        Raises:
+            ValidationError: Bad inputs (nothing was enqueued).
+            LifecycleError: The backend is not open, or a buffer was freed.
+        """
+        start = time.perf_counter_ns()
+        task_group = self._check_open()
+        if not isinstance(kernel, Kernel):
+            raise TypeError(f"kernel must be a vyre_async Kernel, got {type(kernel).__name__}")
+        config = config or _DEFAULT_CONFIG
+        call = kernel.bind(inputs, scalars)
+        for p in kernel.buffer_params:
+            given = call.buffers.get(p.name)
+            if isinstance(given, ResidentBuffer):
+                self._registry.storage(given)
+            elif p.role == "out" and given is not None:
+                raise ValidationError(
+                    f"{p.name!r} is an output of kernel {kernel.name!r}; a host array "
+                    "cannot receive it",
+                    fix=f"leave {p.name!r} out of the inputs (it is returned), or bind a "
+                    "ResidentBuffer to keep it on the device.",
+                )
+        resident = [b for b in call.buffers.values() if isinstance(b, ResidentBuffer)]
+        completion = self._new_completion()
+        waits = self._registry.reserve(resident, completion)
+        collect, discard = self._enqueue_dispatch(task_group, call, config, completion, waits)
+        self._counters.dispatches += 1
+        self._counters.kernel_launches += 0 if call.launch.empty else config.fixpoint_iterations
+        return self._pending(completion, collect, discard, config, config.label or kernel.name, start)
+
+    async def dispatch(
+        self,
+        kernel: Kernel,
+        inputs: Mapping[str, np.ndarray | ResidentBuffer],
+        *,
+        config: DispatchConfig | None = None,
+        **scalars: Any,
+    ) -> Outputs:
+        """Submit a dispatch and await its outputs (see :meth:`submit`)."""
+        return await self.submit(kernel, inputs, config=config, **scalars)
+
+    def submit_sequence(
+        self,
+        steps: Sequence[SequenceStep],
+        *,
+        reads: Sequence[ReadRange] = (),
+        config: DispatchConfig | None = None,
+    ) -> PendingDispatch[list[np.ndarray]]:
+        """Run steps in order on one stream, then read ranges back; one host sync.
+
+        Returns:
+            A pending dispatch whose outputs are the read ranges, in order.
+        """
+        return self.submit_repeated(steps, (), repeat_count=0, reads=reads, config=config)
+
+    def submit_repeated(
+        self,
+        prefix: Sequence[SequenceStep],
+        repeated: Sequence[SequenceStep],
+        *,
+        repeat_count: int,
+        reads: Sequence[ReadRange] = (),
+        config: DispatchConfig | None = None,
+    ) -> PendingDispatch[list[np.ndarray]]:
+        """Run ``prefix`` once, then ``repeated`` ``repeat_count`` times, then read back.
+
+        Everything runs on one stream with one host synchronisation at the end.
+
+        Raises:
+            ValidationError: A step or range is invalid (nothing was enqueued).
+        """
+        start = time.perf_counter_ns()
+        task_group = self._check_open()
+        if isinstance(repeat_count, bool) or not isinstance(repeat_count, int) or repeat_count < 0:
+            raise ValueError(f"repeat_count must be a non-negative int, got {repeat_count!r}")
+        config = config or _DEFAULT_CONFIG
+        bound_prefix = [bind_step(i, s) for i, s in enumerate(prefix)]
+        bound_repeated = [bind_step(len(prefix) + i, s) for i, s in enumerate(repeated)]
+        plans = self._plan_reads(reads)
+        used = {b.id: b for c in (*bound_prefix, *bound_repeated) for b in c.buffers.values()}
+        used.update((r.buffer.id, r.buffer) for r in reads)
+        for buffer in used.values():
+            self._registry.storage(buffer)
+        completion = self._new_completion()
+        waits = self._registry.reserve(used.values(), completion)
+        collect, discard = self._enqueue_sequence(
+            task_group, bound_prefix, bound_repeated, repeat_count, plans, completion, waits
+        )
+        launches = sum(not c.launch.empty for c in bound_prefix) + repeat_count * sum(
+            not c.launch.empty for c in bound_repeated
+        )
+        self._counters.dispatches += 1
+        self._counters.kernel_launches += launches
+        label = config.label or f"sequence of {len(prefix)}+{len(repeated)}x{repeat_count} steps"
+        return self._pending(completion, collect, discard, config, label, start)
+
+    def _new_completion(self) -> Completion:
+        completion = Completion()
+        self._in_flight.add(completion)
+        completion.add_done_callback(lambda: self._in_flight.discard(completion))
+        return completion
+
+    def _pending(
+        self,
+        completion: Completion,
+        collect: Callable[[], Any],
+        discard: Callable[[], None] | None,
+        config: DispatchConfig,
+        label: str,
+        start: int,
+    ) -> PendingDispatch[Any]:
+        enqueue_ns = time.perf_counter_ns() - start
+        self._counters.enqueue_ns_total += enqueue_ns
+        return PendingDispatch(
+            completion,
+            collect,
+            discard=discard,
+            label=label,
+            submitted_ns=start,
+            enqueue_ns=enqueue_ns,
+            timeout=config.timeout,
+            observe=self._observe,
+        )
+
+    def _observe(self, timing: DispatchTiming) -> None:
+        self._counters.sync_points += 1
+        self._counters.wall_ns_total += timing.wall_ns
+        self._counters.wait_ns_total += timing.wait_ns
+        self._counters.device_ns_total += timing.device_ns or 0
+
+    # ----------------------------------------------------------------- resident memory
+    async def upload(self, array: np.ndarray) -> ResidentBuffer:
+        """Copy an array to the backend; the handle keeps its dtype and shape."""
+        self._check_open()
+        if not isinstance(array, np.ndarray):
+            raise TypeError(f"upload takes a NumPy array, got {type(array).__name__}")
+        data = np.ascontiguousarray(array)
+        storage = await self._store(data.dtype, data.size, data)
+        self._counters.bytes_uploaded += data.nbytes
+        return self._registry.add(storage, data.dtype, data.shape)
+
+    async def alloc(self, nbytes: int, dtype: Any = np.uint8) -> ResidentBuffer:
+        """Allocate a zero-filled resident buffer of ``nbytes`` bytes of ``dtype``."""
+        self._check_open()
+        dt = np.dtype(dtype)
+        if isinstance(nbytes, bool) or not isinstance(nbytes, int) or nbytes < 0:
+            raise ValueError(f"nbytes must be a non-negative int, got {nbytes!r}")
+        if nbytes % dt.itemsize:
+            raise ValidationError(
+                f"{nbytes} bytes is not a whole number of {dt} elements ({dt.itemsize} bytes)",
+                fix=f"ask for a multiple of {dt.itemsize} bytes.",
+            )
+        storage = await self._store(dt, nbytes // dt.itemsize, None)
+        return self._registry.add(storage, dt, (nbytes // dt.itemsize,))
+
+    async def write(self, buffer: ResidentBuffer, data: np.ndarray, offset: int = 0) -> None:
+        """Overwrite elements ``[offset, offset + data.size)`` of a resident buffer.
+
+        Raises:
+            ValidationError: Wrong dtype or out-of-range span.
+            LifecycleError: The buffer is freed or used by an unfinished dispatch.
+        """
+        self._check_open()
+        storage = self._registry.storage(buffer)
+        if not isinstance(data, np.ndarray):
+            raise TypeError(f"write takes a NumPy array, got {type(data).__name__}")
+        if data.dtype != buffer.dtype:
+            raise ValidationError(
+                f"cannot write {data.dtype} data into resident buffer {buffer.id} of "
+                f"{buffer.dtype}",
+                fix=f"convert first: data.astype(np.{buffer.dtype}).",
+            )
+        offset, count = resolve_range(buffer, offset, data.size)
+        self._registry.check_idle(buffer, "overwritten")
+        await self._write(storage, offset * buffer.dtype.itemsize, np.ascontiguousarray(data))
+        self._counters.bytes_uploaded += data.nbytes
+
+    async def read(
+        self, buffer: ResidentBuffer, offset: int = 0, count: int | None = None
+    ) -> np.ndarray:
+        """Copy elements back; a whole-buffer read keeps the uploaded shape.
+
+        Waits for unfinished dispatches that use the buffer first.
+        """
+        (result,) = await self.read_many([ReadRange(buffer, offset, count)])
+        if offset == 0 and count is None:
+            return result.reshape(buffer.shape)
+        return result
+
+    async def read_many(self, ranges: Sequence[ReadRange]) -> list[np.ndarray]:
+        """Copy several ranges back behind one fence; arrays in the order asked."""
+        self._check_open()
+        plans = self._plan_reads(ranges)
+        for plan in plans:
+            pending = self._registry.pending_uses(plan[1])
+            if pending is not None:
+                await _quietly(pending)
+        arrays = await self._read(plans)
+        self._counters.bytes_downloaded += sum(a.nbytes for a in arrays)
+        self._counters.sync_points += 1
+        return arrays
+
+    async def free(self, buffer: ResidentBuffer) -> None:
+        """Release a resident buffer; refused while an unfinished dispatch uses it."""
+        self._check_open()
+        self._release(self._registry.remove(buffer))
+
+    def _plan_reads(self, ranges: Sequence[ReadRange]) -> list[ReadPlan]:
+        plans: list[ReadPlan] = []
+        for r in ranges:
+            if not isinstance(r, ReadRange):
+                raise TypeError(f"expected a ReadRange, got {type(r).__name__}")
+            storage = self._registry.storage(r.buffer)
+            offset, count = resolve_range(r.buffer, r.offset, r.count)
+            plans.append((storage, r.buffer, offset, count))
+        return plans
+
+    # ----------------------------------------------------------------- telemetry
+    def telemetry(self) -> TelemetrySnapshot:
+        """A frozen snapshot of this backend's counters."""
+        return self._counters.snapshot(
+            backend=self.kind, device=self.device_name, **self._gauges()
+        )
+
+    def reset_telemetry(self) -> None:
+        """Zero the activity counters (live-memory gauges stay)."""
+        self._counters.reset()
+
+    def _gauges(self) -> dict[str, int]:
+        return {}
+
+    def _count_resident(self, buffers: int, nbytes: int) -> None:
+        self._counters.resident_buffers_live += buffers
+        self._counters.resident_bytes_live += nbytes
+
+    # ----------------------------------------------------------------- hooks
+    async def _open(self, task_group: anyio.abc.TaskGroup) -> None:
+        """Acquire the device; start background tasks in ``task_group``."""
+
+    async def _close(self) -> None:
+        """Release the device after all work finished and buffers were released."""
+
+    @abstractmethod
+    def _enqueue_dispatch(
+        self,
+        task_group: anyio.abc.TaskGroup,
+        call: BoundCall[Any],
+        config: DispatchConfig,
+        completion: Completion,
+        waits: list[Completion],
+    ) -> Enqueued:
+        """Start the work; return (collect outputs, discard if dropped)."""
+
+    @abstractmethod
+    def _enqueue_sequence(
+        self,
+        task_group: anyio.abc.TaskGroup,
+        prefix: list[BoundCall[ResidentBuffer]],
+        repeated: list[BoundCall[ResidentBuffer]],
+        repeat_count: int,
+        reads: list[ReadPlan],
+        completion: Completion,
+        waits: list[Completion],
+    ) -> Enqueued:
+        """Start a sequence; return (collect read ranges, discard if dropped)."""
+
+    @abstractmethod
+    async def _store(self, dtype: np.dtype[Any], count: int, data: np.ndarray | None) -> S:
+        """New storage of ``count`` elements holding ``data`` (zeros when ``None``)."""
+
+    @abstractmethod
+    async def _write(self, storage: S, byte_offset: int, data: np.ndarray) -> None:
+        """Copy ``data`` into storage at ``byte_offset``."""
+
+    @abstractmethod
+    async def _read(self, plans: list[ReadPlan]) -> list[np.ndarray]:
+        """Copy the planned ranges back as new arrays."""
+
+    @abstractmethod
+    def _release(self, storage: S) -> None:
+        """Return idle storage to its pool."""
+
+
+async def _quietly(completion: Completion) -> None:
+    """Wait for a completion without caring whether its work failed."""
+    # The failure belongs to that dispatch's own awaiter; here only the ordering matters.
+    with contextlib.suppress(Exception):
+        await completion.wait()

@@ -1,0 +1,122 @@
+"""The :class:`Backend` protocol: what the CPU and CUDA backends both offer.
+
+Everything above ``backends/`` (sessions, jobs) is written against this protocol
+alone, so it runs unchanged on either backend.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+import numpy as np
+
+from ..kernels._kernel import Kernel
+from ..streams._pending import PendingDispatch
+from ..telemetry import TelemetrySnapshot
+from ._config import DispatchConfig
+from ._core import BackendState
+from ._resident import ResidentBuffer
+from ._sequence import ReadRange, SequenceStep
+
+
+class Backend(Protocol):
+    """An open device: dispatches, resident memory, sequences and telemetry.
+
+    Obtain one with :func:`vyre_async.open_backend`. Methods raise
+    :class:`~vyre_async.errors.LifecycleError` outside the ``async with`` block.
+    """
+
+    kind: str
+
+    @property
+    def device_name(self) -> str:
+        """Human name of the device."""
+        ...
+
+    @property
+    def state(self) -> BackendState:
+        """Unopened, open or closed."""
+        ...
+
+    def submit(
+        self,
+        kernel: Kernel,
+        inputs: Mapping[str, np.ndarray | ResidentBuffer],
+        *,
+        config: DispatchConfig | None = None,
+        **scalars: Any,
+    ) -> PendingDispatch[dict[str, np.ndarray]]:
+        """Validate and enqueue a dispatch; return a pending handle at once."""
+        ...
+
+    async def dispatch(
+        self,
+        kernel: Kernel,
+        inputs: Mapping[str, np.ndarray | ResidentBuffer],
+        *,
+        config: DispatchConfig | None = None,
+        **scalars: Any,
+    ) -> dict[str, np.ndarray]:
+        """Submit and await a dispatch; return its host outputs."""
+        ...
+
+    def submit_sequence(
+        self,
+        steps: Sequence[SequenceStep],
+        *,
+        reads: Sequence[ReadRange] = (),
+        config: DispatchConfig | None = None,
+    ) -> PendingDispatch[list[np.ndarray]]:
+        """Run resident steps in order with one host sync; read ranges back."""
+        ...
+
+    def submit_repeated(
+        self,
+        prefix: Sequence[SequenceStep],
+        repeated: Sequence[SequenceStep],
+        *,
+        repeat_count: int,
+        reads: Sequence[ReadRange] = (),
+        config: DispatchConfig | None = None,
+    ) -> PendingDispatch[list[np.ndarray]]:
+        """Run ``prefix`` once and ``repeated`` ``repeat_count`` times, then read back."""
+        ...
+
+    async def upload(self, array: np.ndarray) -> ResidentBuffer:
+        """Copy an array to the device, keeping dtype and shape."""
+        ...
+
+    async def alloc(self, nbytes: int, dtype: Any = np.uint8) -> ResidentBuffer:
+        """Allocate a zero-filled resident buffer."""
+        ...
+
+    async def write(self, buffer: ResidentBuffer, data: np.ndarray, offset: int = 0) -> None:
+        """Overwrite part of a resident buffer (elements from ``offset``)."""
+        ...
+
+    async def read(
+        self, buffer: ResidentBuffer, offset: int = 0, count: int | None = None
+    ) -> np.ndarray:
+        """Copy a resident buffer (or a range of it) back to the host."""
+        ...
+
+    async def read_many(self, ranges: Sequence[ReadRange]) -> list[np.ndarray]:
+        """Copy several ranges back behind one fence."""
+        ...
+
+    async def free(self, buffer: ResidentBuffer) -> None:
+        """Release a resident buffer."""
+        ...
+
+    def telemetry(self) -> TelemetrySnapshot:
+        """A frozen snapshot of the counters."""
+        ...
+
+    def reset_telemetry(self) -> None:
+        """Zero the activity counters."""
+        ...
+
+    async def aclose(self) -> None:
+        """Wait for unfinished work and release everything (idempotent)."""
+        ...

@@ -1,0 +1,163 @@
+"""Resident buffers: handles to memory that stays on a backend between dispatches.
+
+The handle (:class:`ResidentBuffer`) is what callers hold; the backend keeps the
+storage and the bookkeeping in a :class:`ResidentRegistry`: who owns a handle,
+whether it was freed, how many unfinished dispatches use it, and which completion a
+later user must wait for so that work on one buffer runs in submission order.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Generic, TypeVar
+
+import numpy as np
+
+from ..errors import LifecycleError, ValidationError
+from ..streams._pending import Completion
+
+S = TypeVar("S")
+
+_ids = itertools.count(1)
+
+
+@dataclass(frozen=True, eq=False, slots=True)
+class ResidentBuffer:
+    """A handle to memory resident on one backend.
+
+    Attributes:
+        id: Unique across all backends of the process (appears in error messages).
+        dtype: Element type.
+        shape: Shape kept from the uploaded array (``(n,)`` for ``alloc``).
+        nbytes: Size in bytes.
+        backend: ``"cuda"`` or ``"cpu"``.
+    """
+
+    id: int
+    dtype: np.dtype[np.generic]
+    shape: tuple[int, ...]
+    nbytes: int
+    backend: str
+    _owner: object = field(repr=False)
+
+    @property
+    def size(self) -> int:
+        """Number of elements."""
+        return self.nbytes // self.dtype.itemsize
+
+
+@dataclass(slots=True)
+class _Record(Generic[S]):
+    buffer: ResidentBuffer
+    storage: S
+    in_flight: int = 0
+    last_use: Completion | None = None
+
+
+class ResidentRegistry(Generic[S]):
+    """The live resident buffers of one backend and their in-flight state.
+
+    Args:
+        backend: The backend kind, recorded on each handle.
+        on_change: Called with (buffers delta, bytes delta) so telemetry stays exact.
+    """
+
+    def __init__(self, backend: str, on_change: Callable[[int, int], None]) -> None:
+        self._backend = backend
+        self._owner = object()
+        self._records: dict[int, _Record[S]] = {}
+        self._on_change = on_change
+
+    def __len__(self) -> int:
+        return len(self._records)
+
+    def add(self, storage: S, dtype: np.dtype[np.generic], shape: tuple[int, ...]) -> ResidentBuffer:
+        """Register new storage and return its handle."""
+        nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        buffer = ResidentBuffer(next(_ids), dtype, shape, nbytes, self._backend, self._owner)
+        self._records[buffer.id] = _Record(buffer, storage)
+        self._on_change(1, nbytes)
+        return buffer
+
+    def storage(self, buffer: object) -> S:
+        """The storage behind a handle, after owner and liveness checks."""
+        return self._record(buffer).storage
+
+    def owns(self, buffer: object) -> bool:
+        """Whether ``buffer`` is a live handle of this backend."""
+        return isinstance(buffer, ResidentBuffer) and buffer.id in self._records and (
+            buffer._owner is self._owner
+        )
+
+    def check_idle(self, buffer: ResidentBuffer, action: str) -> None:
+        """Refuse ``action`` (free / overwrite) while an unfinished dispatch uses the buffer."""
+        record = self._record(buffer)
+        if record.in_flight:
+            plural = "dispatch" if record.in_flight == 1 else "dispatches"
+            raise LifecycleError(
+                f"resident buffer {buffer.id} is used by {record.in_flight} unfinished "
+                f"{plural}, so it cannot be {action}",
+                fix=f"await the pending dispatch before the buffer is {action}.",
+            )
+
+    def reserve(self, buffers: Iterable[ResidentBuffer], completion: Completion) -> list[Completion]:
+        """Mark ``buffers`` in use until ``completion``; return what must finish first.
+
+        The returned completions are the unfinished earlier users of the same buffers:
+        the new work must start after them (stream order across streams).
+        """
+        records = {b.id: self._record(b) for b in buffers}
+        waits: list[Completion] = []
+        for record in records.values():
+            if record.last_use is not None and not record.last_use.done:
+                waits.append(record.last_use)
+            record.in_flight += 1
+            record.last_use = completion
+
+        def release() -> None:
+            for record in records.values():
+                record.in_flight -= 1
+                if record.last_use is completion:
+                    record.last_use = None
+
+        completion.add_done_callback(release)
+        return waits
+
+    def pending_uses(self, buffer: ResidentBuffer) -> Completion | None:
+        """The unfinished last user of ``buffer``, which a read must wait for."""
+        use = self._record(buffer).last_use
+        return use if use is not None and not use.done else None
+
+    def remove(self, buffer: ResidentBuffer) -> S:
+        """Forget an idle buffer and return its storage for the backend to release."""
+        self.check_idle(buffer, "freed")
+        record = self._records.pop(buffer.id)
+        self._on_change(-1, -buffer.nbytes)
+        return record.storage
+
+    def drain(self) -> list[S]:
+        """Forget every buffer (backend close); return their storage."""
+        records, self._records = list(self._records.values()), {}
+        for record in records:
+            self._on_change(-1, -record.buffer.nbytes)
+        return [record.storage for record in records]
+
+    def _record(self, buffer: object) -> _Record[S]:
+        if not isinstance(buffer, ResidentBuffer):
+            raise TypeError(f"expected a ResidentBuffer, got {type(buffer).__name__}")
+        if buffer._owner is not self._owner:
+            raise ValidationError(
+                f"resident buffer {buffer.id} belongs to another {buffer.backend} backend, "
+                f"not this {self._backend} backend",
+                fix="use buffers only with the backend that made them; read it there and "
+                "upload the array here.",
+            )
+        record = self._records.get(buffer.id)
+        if record is None:
+            raise LifecycleError(
+                f"resident buffer {buffer.id} ({buffer.nbytes} bytes) was already freed",
+                fix="allocate or upload a new buffer; a freed handle cannot be used again.",
+            )
+        return record

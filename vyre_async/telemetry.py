@@ -1,0 +1,154 @@
+"""Backend telemetry: live counters, frozen snapshots and Prometheus text.
+
+Counters are plain integers updated on the event-loop thread (or under the backend's
+own lock); a snapshot copies them into a frozen msgspec struct, so it is cheap to
+take, safe to keep and encodes to JSON without help.
+"""
+
+from __future__ import annotations
+
+import msgspec
+
+__all__ = ["TelemetryCounters", "TelemetrySnapshot", "to_prometheus_text"]
+
+
+class TelemetrySnapshot(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """Counters of one backend at one moment.
+
+    Attributes:
+        backend: ``"cuda"`` or ``"cpu"``.
+        device: Human name of the device.
+        dispatches: Kernel dispatches and sequences submitted.
+        kernel_launches: Individual kernel launches (fixpoint iterations and sequence
+            steps each count).
+        bytes_uploaded: Host-to-device bytes.
+        bytes_downloaded: Device-to-host bytes.
+        sync_points: Times the host waited for the device (one per awaited dispatch,
+            read, or sequence, however many launches it held).
+        resident_buffers_live: Resident buffers allocated and not yet freed.
+        resident_bytes_live: Their bytes.
+        wall_ns_total: Sum of dispatch wall times observed through ``timed()``/await.
+        device_ns_total: Sum of measured device times.
+        enqueue_ns_total: Sum of time spent inside ``submit``.
+        wait_ns_total: Sum of time awaiting tasks spent waiting.
+        pool_hits: Device-memory pool requests served from the cache (CUDA).
+        pool_misses: Device-memory pool requests that allocated (CUDA).
+        pinned_bytes: Page-locked host staging bytes held (CUDA).
+        streams_cached: Idle streams kept for reuse (CUDA).
+        events_cached: Idle events kept for reuse (CUDA).
+    """
+
+    backend: str
+    device: str
+    dispatches: int = 0
+    kernel_launches: int = 0
+    bytes_uploaded: int = 0
+    bytes_downloaded: int = 0
+    sync_points: int = 0
+    resident_buffers_live: int = 0
+    resident_bytes_live: int = 0
+    wall_ns_total: int = 0
+    device_ns_total: int = 0
+    enqueue_ns_total: int = 0
+    wait_ns_total: int = 0
+    pool_hits: int = 0
+    pool_misses: int = 0
+    pinned_bytes: int = 0
+    streams_cached: int = 0
+    events_cached: int = 0
+
+
+class TelemetryCounters:
+    """Mutable counters behind :meth:`Backend.telemetry`.
+
+    Resident-buffer gauges are not reset by :meth:`reset`: they describe memory that
+    is still held, not activity since the last reset.
+    """
+
+    _RESETTABLE = (
+        "dispatches",
+        "kernel_launches",
+        "bytes_uploaded",
+        "bytes_downloaded",
+        "sync_points",
+        "wall_ns_total",
+        "device_ns_total",
+        "enqueue_ns_total",
+        "wait_ns_total",
+        "pool_hits",
+        "pool_misses",
+    )
+
+    def __init__(self) -> None:
+        self.dispatches = 0
+        self.kernel_launches = 0
+        self.bytes_uploaded = 0
+        self.bytes_downloaded = 0
+        self.sync_points = 0
+        self.resident_buffers_live = 0
+        self.resident_bytes_live = 0
+        self.wall_ns_total = 0
+        self.device_ns_total = 0
+        self.enqueue_ns_total = 0
+        self.wait_ns_total = 0
+        self.pool_hits = 0
+        self.pool_misses = 0
+
+    def reset(self) -> None:
+        """Zero the activity counters (gauges of live memory are kept)."""
+        for name in self._RESETTABLE:
+            setattr(self, name, 0)
+
+    def snapshot(self, *, backend: str, device: str, **gauges: int) -> TelemetrySnapshot:
+        """Freeze the counters, plus backend-specific gauges (pinned bytes, caches)."""
+        fields = {name: getattr(self, name) for name in self._RESETTABLE}
+        fields["resident_buffers_live"] = self.resident_buffers_live
+        fields["resident_bytes_live"] = self.resident_bytes_live
+        fields.update(gauges)
+        return TelemetrySnapshot(backend=backend, device=device, **fields)
+
+
+_HELP = {
+    "dispatches": ("counter", "Kernel dispatches and sequences submitted."),
+    "kernel_launches": ("counter", "Individual kernel launches."),
+    "bytes_uploaded": ("counter", "Host-to-device bytes."),
+    "bytes_downloaded": ("counter", "Device-to-host bytes."),
+    "sync_points": ("counter", "Host waits on device work."),
+    "resident_buffers_live": ("gauge", "Resident buffers not yet freed."),
+    "resident_bytes_live": ("gauge", "Bytes of resident buffers not yet freed."),
+    "wall_ns_total": ("counter", "Dispatch wall time, nanoseconds."),
+    "device_ns_total": ("counter", "Measured device time, nanoseconds."),
+    "enqueue_ns_total": ("counter", "Time inside submit, nanoseconds."),
+    "wait_ns_total": ("counter", "Time awaiting dispatches, nanoseconds."),
+    "pool_hits": ("counter", "Device-memory pool cache hits."),
+    "pool_misses": ("counter", "Device-memory pool allocations."),
+    "pinned_bytes": ("gauge", "Page-locked host staging bytes held."),
+    "streams_cached": ("gauge", "Idle streams cached."),
+    "events_cached": ("gauge", "Idle events cached."),
+}
+
+
+def _label_value(text: str) -> str:
+    return text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def to_prometheus_text(snapshot: TelemetrySnapshot, *, prefix: str = "vyre_async") -> str:
+    """Render a snapshot in the Prometheus text exposition format (version 0.0.4).
+
+    Args:
+        snapshot: The snapshot to render.
+        prefix: Metric name prefix.
+
+    Returns:
+        The exposition text, ending with a newline.
+    """
+    labels = f'backend="{_label_value(snapshot.backend)}",device="{_label_value(snapshot.device)}"'
+    lines: list[str] = []
+    for name, (kind, text) in _HELP.items():
+        metric = f"{prefix}_{name}"
+        if kind == "counter" and not name.endswith("_total"):
+            metric += "_total"
+        lines.append(f"# HELP {metric} {text}")
+        lines.append(f"# TYPE {metric} {kind}")
+        lines.append(f"{metric}{{{labels}}} {getattr(snapshot, name)}")
+    return "\n".join(lines) + "\n"
