@@ -16,11 +16,11 @@ def anyio_backend(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
-def rng(request: pytest.FixtureRequest) -> Iterator[np.random.Generator]:
+def rng(request: pytest.FixtureRequest) -> np.random.Generator:
     """A fresh random generator; its seed is reported when the test fails."""
     seed = secrets.randbits(32)
     request.node.user_properties.append(("seed", seed))
-    yield np.random.default_rng(seed)
+    return np.random.default_rng(seed)
 
 
 @pytest.hookimpl(hookwrapper=True)

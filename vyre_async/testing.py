@@ -19,7 +19,13 @@ from .kernels._kernel import Kernel, grid_stride
 from .kernels._signature import BufferParam, ScalarParam
 from .telemetry import TelemetrySnapshot
 
-__all__ = ["Gate", "assert_no_resident_leaks", "capture_logs", "gated_kernel"]
+__all__ = [
+    "Gate",
+    "assert_no_resident_leaks",
+    "capture_logs",
+    "gated_kernel",
+    "gpu_unavailable_reason",
+]
 
 
 @dataclass
@@ -96,3 +102,20 @@ def assert_no_resident_leaks(snapshot: TelemetrySnapshot) -> None:
             f"{snapshot.resident_buffers_live} resident buffers "
             f"({snapshot.resident_bytes_live} bytes) are still alive on {snapshot.device}"
         )
+
+
+def gpu_unavailable_reason(ordinal: int = 0) -> str | None:
+    """Why CUDA device ``ordinal`` cannot be used here, or ``None`` when it can.
+
+    Meant for ``pytest.mark.skipif`` / ``pytest.skip`` in GPU tests: the reason is
+    the driver's own (no library, no device, ordinal out of range).
+    """
+    from .errors import VyreError
+    from .streams._device import CudaDevice
+
+    try:
+        device = CudaDevice.open(ordinal)
+    except VyreError as exc:
+        return exc.what
+    device.close()
+    return None

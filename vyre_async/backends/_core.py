@@ -11,7 +11,7 @@ import contextlib
 import enum
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Generic, Self, TypeVar
 
@@ -76,13 +76,20 @@ class BackendCore(ABC, Generic[S]):
                 f"this {self.kind} backend is {self._state.value} and cannot be opened again",
                 fix="open a new backend with vyre_async.open_backend().",
             )
+        try:
+            await self._open()
+        except BaseException:
+            self._state = BackendState.CLOSED
+            raise
         task_group = anyio.create_task_group()
         await task_group.__aenter__()
         try:
-            await self._open(task_group)
-        except BaseException as exc:
+            await self._start_background(task_group)
+        except BaseException:
             task_group.cancel_scope.cancel()
-            await task_group.__aexit__(type(exc), exc, exc.__traceback__)
+            with anyio.CancelScope(shield=True):
+                await self._close()
+            await task_group.__aexit__(None, None, None)
             self._state = BackendState.CLOSED
             raise
         self._task_group = task_group
@@ -111,9 +118,7 @@ class BackendCore(ABC, Generic[S]):
                 for completion in list(self._in_flight):
                     await _quietly(completion)
             if scope.cancelled_caught:
-                self._log.warning(
-                    "closing with unfinished work", unfinished=len(self._in_flight)
-                )
+                self._log.warning("closing with unfinished work", unfinished=len(self._in_flight))
             for storage in self._registry.drain():
                 self._release(storage)
             await self._close()
@@ -181,10 +186,13 @@ class BackendCore(ABC, Generic[S]):
         resident = [b for b in call.buffers.values() if isinstance(b, ResidentBuffer)]
         completion = self._new_completion()
         waits = self._registry.reserve(resident, completion)
-        collect, discard = self._enqueue_dispatch(task_group, call, config, completion, waits)
+        with _failing(completion):
+            collect, discard = self._enqueue_dispatch(task_group, call, config, completion, waits)
         self._counters.dispatches += 1
         self._counters.kernel_launches += 0 if call.launch.empty else config.fixpoint_iterations
-        return self._pending(completion, collect, discard, config, config.label or kernel.name, start)
+        return self._pending(
+            completion, collect, discard, config, config.label or kernel.name, start
+        )
 
     async def dispatch(
         self,
@@ -241,9 +249,10 @@ class BackendCore(ABC, Generic[S]):
             self._registry.storage(buffer)
         completion = self._new_completion()
         waits = self._registry.reserve(used.values(), completion)
-        collect, discard = self._enqueue_sequence(
-            task_group, bound_prefix, bound_repeated, repeat_count, plans, completion, waits
-        )
+        with _failing(completion):
+            collect, discard = self._enqueue_sequence(
+                task_group, bound_prefix, bound_repeated, repeat_count, plans, completion, waits
+            )
         launches = sum(not c.launch.empty for c in bound_prefix) + repeat_count * sum(
             not c.launch.empty for c in bound_repeated
         )
@@ -328,7 +337,7 @@ class BackendCore(ABC, Generic[S]):
                 f"{buffer.dtype}",
                 fix=f"convert first: data.astype(np.{buffer.dtype}).",
             )
-        offset, count = resolve_range(buffer, offset, data.size)
+        offset, _ = resolve_range(buffer, offset, data.size)
         self._registry.check_idle(buffer, "overwritten")
         await self._write(storage, offset * buffer.dtype.itemsize, np.ascontiguousarray(data))
         self._counters.bytes_uploaded += data.nbytes
@@ -376,9 +385,7 @@ class BackendCore(ABC, Generic[S]):
     # ----------------------------------------------------------------- telemetry
     def telemetry(self) -> TelemetrySnapshot:
         """A frozen snapshot of this backend's counters."""
-        return self._counters.snapshot(
-            backend=self.kind, device=self.device_name, **self._gauges()
-        )
+        return self._counters.snapshot(backend=self.kind, device=self.device_name, **self._gauges())
 
     def reset_telemetry(self) -> None:
         """Zero the activity counters (live-memory gauges stay)."""
@@ -392,8 +399,11 @@ class BackendCore(ABC, Generic[S]):
         self._counters.resident_bytes_live += nbytes
 
     # ----------------------------------------------------------------- hooks
-    async def _open(self, task_group: anyio.abc.TaskGroup) -> None:
-        """Acquire the device; start background tasks in ``task_group``."""
+    async def _open(self) -> None:
+        """Acquire the device (nothing runs in the background yet)."""
+
+    async def _start_background(self, task_group: anyio.abc.TaskGroup) -> None:
+        """Start background tasks (the completion watcher) in ``task_group``."""
 
     async def _close(self) -> None:
         """Release the device after all work finished and buffers were released."""
@@ -437,6 +447,16 @@ class BackendCore(ABC, Generic[S]):
     @abstractmethod
     def _release(self, storage: S) -> None:
         """Return idle storage to its pool."""
+
+
+@contextlib.contextmanager
+def _failing(completion: Completion) -> Iterator[None]:
+    """Complete ``completion`` with the error when enqueueing raised, freeing its buffers."""
+    try:
+        yield
+    except BaseException as exc:
+        completion.complete(exc)
+        raise
 
 
 async def _quietly(completion: Completion) -> None:

@@ -125,7 +125,9 @@ class CpuBackend(BackendCore[np.ndarray]):
             for _ in range(repeat_count):
                 for step in repeated_steps:
                     step()
-            results.extend(storage[offset : offset + count].copy() for storage, _, offset, count in reads)
+            results.extend(
+                storage[offset : offset + count].copy() for storage, _, offset, count in reads
+            )
 
         label = f"sequence of {len(prefix)}+{len(repeated)}x{repeat_count} steps"
         task_group.start_soon(self._run, work, completion, waits, label)
@@ -176,12 +178,17 @@ class CpuBackend(BackendCore[np.ndarray]):
         start = byte_offset // storage.dtype.itemsize
         target = storage[start : start + data.size]
         if data.nbytes > _INLINE_COPY_BYTES:
-            await anyio.to_thread.run_sync(np.copyto, target, data.reshape(-1), limiter=self._limiter)
+            await anyio.to_thread.run_sync(
+                np.copyto, target, data.reshape(-1), limiter=self._limiter
+            )
         else:
             np.copyto(target, data.reshape(-1))
 
     async def _read(self, plans: list[ReadPlan]) -> list[np.ndarray]:
-        return [await self._copy(storage[offset : offset + count]) for storage, _, offset, count in plans]
+        return [
+            await self._copy(storage[offset : offset + count])
+            for storage, _, offset, count in plans
+        ]
 
     def _release(self, storage: np.ndarray) -> None:
         # NumPy storage is garbage-collected once the registry forgets it.

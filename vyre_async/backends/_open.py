@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Literal
+from typing import Any, Literal
 
 from ..errors import ConfigurationError, UnsupportedFeatureError
 from ..logging import get_logger
@@ -17,10 +17,10 @@ BackendKind = Literal["auto", "cuda", "cpu"]
 _log = get_logger("vyre_async.backends")
 
 
-def _make_cuda(device: int) -> BackendCore[object]:
+def _make_cuda(device: int) -> BackendCore[Any]:
     from ._cuda import CudaBackend  # imported late: only CUDA users pay for the driver
 
-    backend: BackendCore[object] = CudaBackend(device=device)
+    backend: BackendCore[Any] = CudaBackend(device=device)
     return backend
 
 
@@ -50,7 +50,7 @@ async def open_backend(
         )
     if isinstance(device, bool) or not isinstance(device, int) or device < 0:
         raise ValueError(f"device must be a non-negative int ordinal, got {device!r}")
-    backend: BackendCore[object]
+    backend: BackendCore[Any]
     if kind == "cpu":
         backend = CpuBackend(workers=cpu_workers)
     elif kind == "cuda":
@@ -71,7 +71,7 @@ async def open_backend(
 
 
 @asynccontextmanager
-async def _owned(backend: BackendCore[object]) -> AsyncIterator[None]:
+async def _owned(backend: BackendCore[Any]) -> AsyncIterator[None]:
     """Close an already-entered backend on the way out."""
     try:
         yield

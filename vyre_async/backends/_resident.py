@@ -73,7 +73,9 @@ class ResidentRegistry(Generic[S]):
     def __len__(self) -> int:
         return len(self._records)
 
-    def add(self, storage: S, dtype: np.dtype[np.generic], shape: tuple[int, ...]) -> ResidentBuffer:
+    def add(
+        self, storage: S, dtype: np.dtype[np.generic], shape: tuple[int, ...]
+    ) -> ResidentBuffer:
         """Register new storage and return its handle."""
         nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
         buffer = ResidentBuffer(next(_ids), dtype, shape, nbytes, self._backend, self._owner)
@@ -87,8 +89,10 @@ class ResidentRegistry(Generic[S]):
 
     def owns(self, buffer: object) -> bool:
         """Whether ``buffer`` is a live handle of this backend."""
-        return isinstance(buffer, ResidentBuffer) and buffer.id in self._records and (
-            buffer._owner is self._owner
+        return (
+            isinstance(buffer, ResidentBuffer)
+            and buffer.id in self._records
+            and (buffer._owner is self._owner)
         )
 
     def check_idle(self, buffer: ResidentBuffer, action: str) -> None:
@@ -102,7 +106,9 @@ class ResidentRegistry(Generic[S]):
                 fix=f"await the pending dispatch before the buffer is {action}.",
             )
 
-    def reserve(self, buffers: Iterable[ResidentBuffer], completion: Completion) -> list[Completion]:
+    def reserve(
+        self, buffers: Iterable[ResidentBuffer], completion: Completion
+    ) -> list[Completion]:
         """Mark ``buffers`` in use until ``completion``; return what must finish first.
 
         The returned completions are the unfinished earlier users of the same buffers:

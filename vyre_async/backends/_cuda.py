@@ -1,0 +1,604 @@
+"""The CUDA backend: dispatches as stream work, completions from recorded events.
+
+The dispatch path, all enqueued from the event-loop thread without waiting:
+host inputs are copied into one pinned block at submit; one async host-to-device
+copy; output-only buffers cleared; ``fixpoint_iterations`` launches; one async
+device-to-host copy into the pinned block; the completion event recorded last. The
+:class:`~vyre_async.streams.CompletionWatcher` finishes the completion when that
+event has completed, and only then does the dispatch's device memory go back to its
+pool. Outputs are copied out of the pinned block when the dispatch is awaited.
+
+Work that shares a resident buffer with unfinished work waits for it on the device
+(``cuStreamWaitEvent``), so submission order holds across streams, as on the CPU
+backend. A kernel not yet loaded is compiled in a worker thread and its launch
+enqueued from a task once it is ready; ``await backend.prepare(kernel)`` does that
+ahead of time.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+import numpy as np
+
+from ..errors import DispatchError, VyreError
+from ..kernels import BUILTIN_KERNELS
+from ..kernels._kernel import BoundCall, Kernel
+from ..streams._device import CudaDevice, DeviceInfo
+from ..streams._handles import EventPool, StreamPool
+from ..streams._memory import DeviceAllocation, DeviceMemoryPool, PinnedBuffer, PinnedHostPool
+from ..streams._pending import Completion
+from ..streams._watcher import CompletionWatcher
+from ._config import DispatchConfig
+from ._core import BackendCore, Enqueued, ReadPlan, _quietly
+from ._cuda_launch import KernelCache, LoadedKernel
+from ._cuda_staging import COPY_PAD, fill_inputs, plan_staging, take_outputs
+from ._resident import ResidentBuffer
+
+#: Streams dispatches are spread over, round robin.
+STREAMS = 4
+#: Host copies larger than this run in a worker thread, not on the loop.
+_INLINE_COPY_BYTES = 1 << 20
+
+
+def _padded(nbytes: int) -> int:
+    return -(-nbytes // COPY_PAD) * COPY_PAD
+
+
+class CudaBackend(BackendCore[DeviceAllocation]):
+    """Runs kernels on one NVIDIA GPU through the CUDA driver API.
+
+    Args:
+        device: CUDA device ordinal.
+        max_cached_device_bytes: Idle device memory the pool keeps for reuse.
+        max_device_bytes: Cap on device memory handed out (``None``: the device's).
+        max_cached_pinned_bytes: Idle pinned staging memory kept for reuse.
+    """
+
+    kind = "cuda"
+
+    def __init__(
+        self,
+        *,
+        device: int = 0,
+        max_cached_device_bytes: int = 1 << 30,
+        max_device_bytes: int | None = None,
+        max_cached_pinned_bytes: int = 256 << 20,
+    ) -> None:
+        super().__init__()
+        self._ordinal = device
+        self._pool_options = (max_cached_device_bytes, max_device_bytes, max_cached_pinned_bytes)
+        self._device: CudaDevice | None = None
+        self._limiter = anyio.CapacityLimiter(2)
+        self._recorded: dict[int, Any] = {}  # id(completion) -> its recorded event
+        self._next_stream = itertools.count()
+        self._baseline = (0, 0)
+
+    # ----------------------------------------------------------------- lifecycle
+    async def _open(self) -> None:
+        # Opening loads libcuda and retains the context: blocking driver work.
+        device = await anyio.to_thread.run_sync(CudaDevice.open, self._ordinal)
+        try:
+            cached_device, device_cap, cached_pinned = self._pool_options
+            device.make_current()
+            self._memory = DeviceMemoryPool.for_device(
+                device, max_cached_bytes=cached_device, max_live_bytes=device_cap
+            )
+            self._pinned = PinnedHostPool.for_device(device, max_cached_bytes=cached_pinned)
+            self._stream_pool = StreamPool.for_device(device, max_cached=STREAMS)
+            self._events = EventPool.for_device(device)
+            self._streams = [self._stream_pool.acquire() for _ in range(STREAMS)]
+            self._kernels = KernelCache(device)
+            self._watcher = CompletionWatcher.for_device(device)
+        except BaseException:
+            await anyio.to_thread.run_sync(device.close)
+            raise
+        self._device = device
+        self._log = self._log.bind(device=device.info.name, ordinal=self._ordinal)
+
+    async def _start_background(self, task_group: anyio.abc.TaskGroup) -> None:
+        await task_group.start(self._watcher.run)
+        await self.prepare(*BUILTIN_KERNELS)
+
+    async def _close(self) -> None:
+        if self._device is None:
+            return
+        device = self._device
+        with anyio.move_on_after(5):
+            await self._watcher.drain()
+
+        def release_all() -> None:
+            device.make_current()
+            for stream in self._streams:
+                self._stream_pool.release(stream)
+            leaks = {
+                "streams": self._stream_pool.close(),
+                "events": self._events.close(),
+                "device blocks": self._memory.close(),
+                "pinned blocks": self._pinned.close(),
+            }
+            if not device.lost:
+                self._kernels.close()
+            if any(leaks.values()):
+                self._log.warning("closing with live handles", **leaks)
+            device.close()
+
+        await anyio.to_thread.run_sync(release_all)
+
+    @property
+    def device_name(self) -> str:
+        """The GPU's name and ordinal."""
+        if self._device is None:
+            return f"cuda:{self._ordinal}"
+        return f"{self._device.info.name} (cuda:{self._ordinal})"
+
+    @property
+    def device_info(self) -> DeviceInfo:
+        """Name, compute capability, memory, driver version and launch limits."""
+        return self._cuda().info
+
+    def _cuda(self) -> CudaDevice:
+        if self._device is None:
+            self._check_open()
+        assert self._device is not None  # _check_open raised otherwise
+        return self._device
+
+    def _check_healthy(self) -> None:
+        if self._device is not None:
+            self._device.health.check()
+
+    async def prepare(self, *kernels: Kernel) -> None:
+        """Compile (through the caches) and load kernels now, off the event loop."""
+        for kernel in kernels:
+            if self._kernels.get(kernel) is None:
+                await anyio.to_thread.run_sync(self._kernels.load, kernel, limiter=self._limiter)
+
+    def live_allocations(self) -> dict[str, int]:
+        """Device blocks, pinned blocks and events handed out right now (leak checks)."""
+        return {
+            "device": self._memory.live_allocations,
+            "pinned": self._pinned.live_allocations,
+            "events": self._events.live,
+            "in_flight": self._watcher.in_flight,
+        }
+
+    # ----------------------------------------------------------------- stream plumbing
+    def _stream(self) -> tuple[int, Any]:
+        index = next(self._next_stream) % STREAMS
+        return index, self._streams[index]
+
+    def _wait_for(self, stream: Any, waits: list[Completion]) -> None:
+        driver = self._cuda().driver
+        for earlier in waits:
+            event = self._recorded.get(id(earlier))
+            if event is not None and not earlier.done:
+                self._cuda().call(driver.cuStreamWaitEvent, stream, event, 0)
+
+    def _finish_on(
+        self,
+        stream_key: int,
+        stream: Any,
+        completion: Completion,
+        on_done: Callable[[], None],
+        timing: tuple[Any, Any] | None = None,
+    ) -> None:
+        """Record the completion event last and hand it to the watcher."""
+        device = self._cuda()
+        event = self._events.acquire()
+        device.call(device.driver.cuEventRecord, event, stream)
+        key = id(completion)
+        self._recorded[key] = event
+
+        def done() -> None:
+            self._recorded.pop(key, None)
+            self._events.release(event)
+            if timing is not None:
+                self._events.release_timing_pair(timing)
+            on_done()
+
+        self._watcher.watch(stream_key, event, completion, done, timing=timing)
+
+    def _sync_after_failure(self, stream: Any) -> None:
+        """After a failed enqueue, wait for what was queued before memory is reused."""
+        device = self._cuda()
+        try:
+            device.call(device.driver.cuStreamSynchronize, stream)
+        except VyreError as exc:
+            self._log.error("stream sync after a failed enqueue failed", error=str(exc))
+
+    # ----------------------------------------------------------------- dispatch
+    def _enqueue_dispatch(
+        self,
+        task_group: anyio.abc.TaskGroup,
+        call: BoundCall[Any],
+        config: DispatchConfig,
+        completion: Completion,
+        waits: list[Completion],
+    ) -> Enqueued:
+        plan = plan_staging(call)
+        pinned: PinnedBuffer | None = None
+        block: DeviceAllocation | None = None
+        if plan.total:
+            pinned = self._pinned.acquire(plan.total)
+            try:
+                block = self._memory.acquire(plan.total)
+                fill_inputs(plan, pinned.array, call.buffers)
+            except BaseException:
+                self._pinned.release(pinned)
+                if block is not None:
+                    self._memory.release(block)
+                raise
+        pointers = {
+            name: self._registry.storage(b).ptr
+            for name, b in call.buffers.items()
+            if isinstance(b, ResidentBuffer)
+        }
+        if block is not None:
+            pointers.update((s.name, block.ptr + s.offset) for s in plan.slots)
+        resident_clears = [
+            (
+                self._registry.storage(call.buffers[p.name]).ptr,
+                call.lengths[p.name] * p.dtype.itemsize,
+            )
+            for p in call.kernel.buffer_params
+            if p.role == "out" and isinstance(call.buffers.get(p.name), ResidentBuffer)
+        ]
+        clears = resident_clears + [(pointers[n], plan.slot(n).nbytes) for n in plan.clears]
+
+        release_pinned = self._once(self._pinned.release, pinned)
+
+        def release_block() -> None:
+            if block is not None:
+                self._memory.release(block)
+
+        def release_all() -> None:
+            release_block()
+            release_pinned()
+
+        def enqueue() -> None:
+            device = self._cuda()
+            loaded = self._loaded(call.kernel)
+            loaded.check_launch(call.launch, device.info)
+            driver = device.driver
+            key, stream = self._stream()
+            try:
+                self._wait_for(stream, waits)
+                offset, nbytes = plan.upload
+                if nbytes and block is not None and pinned is not None:
+                    device.call(
+                        driver.cuMemcpyHtoDAsync,
+                        block.ptr + offset,
+                        pinned.ptr + offset,
+                        nbytes,
+                        stream,
+                    )
+                for ptr, size in clears:
+                    if size:
+                        device.call(driver.cuMemsetD8Async, ptr, 0, size, stream)
+                timing = self._events.acquire_timing_pair() if config.timing else None
+                if timing is not None:
+                    device.call(driver.cuEventRecord, timing[0], stream)
+                loaded.launch(call, pointers, stream, config.fixpoint_iterations)
+                if timing is not None:
+                    device.call(driver.cuEventRecord, timing[1], stream)
+                offset, nbytes = plan.download
+                if nbytes and block is not None and pinned is not None:
+                    device.call(
+                        driver.cuMemcpyDtoHAsync,
+                        pinned.ptr + offset,
+                        block.ptr + offset,
+                        nbytes,
+                        stream,
+                    )
+                self._finish_on(key, stream, completion, release_block, timing)
+            except BaseException:
+                self._sync_after_failure(stream)
+                raise
+
+        self._start(task_group, [call.kernel], enqueue, completion, waits, release_all)
+
+        def collect() -> dict[str, np.ndarray]:
+            if pinned is None:
+                return {}
+            outputs = take_outputs(plan, pinned.array)
+            release_pinned()
+            self._counters.bytes_downloaded += plan.download[1]
+            return outputs
+
+        self._counters.bytes_uploaded += plan.upload[1]
+        return collect, (release_pinned if pinned is not None else None)
+
+    @staticmethod
+    def _once(release: Callable[[Any], None], item: Any) -> Callable[[], None]:
+        """``release(item)`` at most once, whichever path (collect, drop, failure) comes first."""
+        done = item is None
+
+        def run() -> None:
+            nonlocal done
+            if not done:
+                done = True
+                release(item)
+
+        return run
+
+    def _loaded(self, kernel: Kernel) -> LoadedKernel:
+        loaded = self._kernels.get(kernel)
+        if loaded is None:  # _start loads every kernel before it enqueues
+            raise DispatchError(
+                f"kernel {kernel.name!r} is not loaded", fix="report this bug with the log."
+            )
+        return loaded
+
+    def _start(
+        self,
+        task_group: anyio.abc.TaskGroup,
+        kernels: list[Kernel],
+        enqueue: Callable[[], None],
+        completion: Completion,
+        waits: list[Completion],
+        release: Callable[[], None],
+    ) -> None:
+        """Enqueue now when everything is ready, else from a task once it is.
+
+        Not ready means: a kernel still has to be compiled and loaded, or an earlier
+        user of a shared buffer has not been enqueued yet (it has no event to wait on).
+        """
+        missing = [k for k in kernels if self._kernels.get(k) is None]
+        unrecorded = [w for w in waits if not w.done and id(w) not in self._recorded]
+        if not missing and not unrecorded:
+            try:
+                enqueue()
+            except BaseException:
+                release()
+                raise
+            return
+        task_group.start_soon(
+            self._enqueue_later, missing, enqueue, completion, unrecorded, release
+        )
+
+    async def _enqueue_later(
+        self,
+        missing: list[Kernel],
+        enqueue: Callable[[], None],
+        completion: Completion,
+        unrecorded: list[Completion],
+        release: Callable[[], None],
+    ) -> None:
+        try:
+            await self.prepare(*missing)
+            for earlier in unrecorded:
+                await _quietly(earlier)
+            self._check_healthy()
+            enqueue()
+        except VyreError as exc:
+            release()
+            completion.complete(exc)
+        except Exception as exc:
+            release()
+            self._log.exception("enqueue failed")
+            completion.complete(
+                DispatchError(f"enqueueing failed: {exc!r}", fix="report this bug with the log.")
+            )
+        except BaseException:
+            release()
+            completion.complete(
+                DispatchError(
+                    "the backend closed before this work was enqueued",
+                    fix="await pending dispatches before closing the backend.",
+                )
+            )
+            raise
+
+    def _enqueue_sequence(
+        self,
+        task_group: anyio.abc.TaskGroup,
+        prefix: list[BoundCall[ResidentBuffer]],
+        repeated: list[BoundCall[ResidentBuffer]],
+        repeat_count: int,
+        reads: list[ReadPlan],
+        completion: Completion,
+        waits: list[Completion],
+    ) -> Enqueued:
+        offsets: list[int] = []
+        total = 0
+        for _, buffer, _, count in reads:
+            offsets.append(total)
+            total += -(-count * buffer.dtype.itemsize // 256) * 256
+        pinned = self._pinned.acquire(total) if total else None
+        kernels = [c.kernel for c in (*prefix, *repeated)]
+
+        def steps_of(
+            calls: list[BoundCall[ResidentBuffer]],
+        ) -> list[tuple[BoundCall[Any], dict[str, int], list[tuple[int, int]]]]:
+            out = []
+            for c in calls:
+                ptrs = {name: self._registry.storage(b).ptr for name, b in c.buffers.items()}
+                clears = [
+                    (ptrs[p.name], c.lengths[p.name] * p.dtype.itemsize)
+                    for p in c.kernel.buffer_params
+                    if p.role == "out"
+                ]
+                out.append((c, ptrs, clears))
+            return out
+
+        prefix_steps, repeated_steps = steps_of(prefix), steps_of(repeated)
+
+        def enqueue() -> None:
+            device = self._cuda()
+            driver = device.driver
+            loaded = {id(k): self._loaded(k) for k in kernels}
+            key, stream = self._stream()
+            try:
+                self._wait_for(stream, waits)
+                for _, steps, times in ((0, prefix_steps, 1), (1, repeated_steps, repeat_count)):
+                    for _ in range(times):
+                        for c, ptrs, clears in steps:
+                            for ptr, size in clears:
+                                if size:
+                                    device.call(driver.cuMemsetD8Async, ptr, 0, size, stream)
+                            lk = loaded[id(c.kernel)]
+                            lk.check_launch(c.launch, device.info)
+                            lk.launch(c, ptrs, stream, 1)
+                for (storage, buffer, offset, count), at in zip(reads, offsets, strict=True):
+                    nbytes = count * buffer.dtype.itemsize
+                    if nbytes and pinned is not None:
+                        device.call(
+                            driver.cuMemcpyDtoHAsync,
+                            pinned.ptr + at,
+                            storage.ptr + offset * buffer.dtype.itemsize,
+                            nbytes,
+                            stream,
+                        )
+                self._finish_on(key, stream, completion, lambda: None)
+            except BaseException:
+                self._sync_after_failure(stream)
+                raise
+
+        release_pinned = self._once(self._pinned.release, pinned)
+        self._start(task_group, kernels, enqueue, completion, waits, release_pinned)
+
+        def collect() -> list[np.ndarray]:
+            results = []
+            for (_, buffer, _, count), at in zip(reads, offsets, strict=True):
+                nbytes = count * buffer.dtype.itemsize
+                raw = (
+                    pinned.array[at : at + nbytes] if pinned is not None else np.empty(0, np.uint8)
+                )
+                results.append(raw.view(buffer.dtype).copy())
+            release_pinned()
+            self._counters.bytes_downloaded += sum(a.nbytes for a in results)
+            return results
+
+        return collect, (release_pinned if pinned is not None else None)
+
+    # ----------------------------------------------------------------- resident memory
+    async def _stream_op(
+        self,
+        enqueue: Callable[[Any], None],
+        on_done: Callable[[], None],
+        on_abandon: Callable[[], None] | None = None,
+    ) -> None:
+        """Enqueue copies on a stream and wait for them without blocking the loop.
+
+        ``on_done`` runs when the copies end. If the wait is cancelled or fails,
+        ``on_abandon`` runs too, once the copies have ended (never earlier).
+        """
+        completion = Completion()
+        key, stream = self._stream()
+        try:
+            enqueue(stream)
+            self._finish_on(key, stream, completion, on_done)
+        except BaseException:
+            self._sync_after_failure(stream)
+            on_done()
+            if on_abandon is not None:
+                on_abandon()
+            raise
+        try:
+            await completion.wait()
+        except BaseException:
+            if on_abandon is not None:
+                completion.add_done_callback(on_abandon)
+            raise
+
+    async def _to_pinned(self, data: np.ndarray) -> PinnedBuffer:
+        pinned = self._pinned.acquire(max(_padded(data.nbytes), COPY_PAD))
+        target = pinned.array[: data.nbytes]
+        source = data.reshape(-1).view(np.uint8)
+        if data.nbytes > _INLINE_COPY_BYTES:
+            await anyio.to_thread.run_sync(np.copyto, target, source, limiter=self._limiter)
+        else:
+            np.copyto(target, source)
+        return pinned
+
+    async def _store(
+        self, dtype: np.dtype[Any], count: int, data: np.ndarray | None
+    ) -> DeviceAllocation:
+        nbytes = count * dtype.itemsize
+        block = self._memory.acquire(max(_padded(nbytes), COPY_PAD))
+        device = self._cuda()
+        driver = device.driver
+        pinned = await self._to_pinned(data) if data is not None and nbytes else None
+
+        def enqueue(stream: Any) -> None:
+            if pinned is not None:
+                device.call(
+                    driver.cuMemcpyHtoDAsync, block.ptr, pinned.ptr, _padded(nbytes), stream
+                )
+            elif nbytes:
+                device.call(driver.cuMemsetD8Async, block.ptr, 0, _padded(nbytes), stream)
+
+        def done() -> None:
+            if pinned is not None:
+                self._pinned.release(pinned)
+
+        await self._stream_op(enqueue, done, on_abandon=lambda: self._release(block))
+        return block
+
+    async def _write(self, storage: DeviceAllocation, byte_offset: int, data: np.ndarray) -> None:
+        if not data.nbytes:
+            return
+        device = self._cuda()
+        pinned = await self._to_pinned(data)
+
+        def enqueue(stream: Any) -> None:
+            device.call(
+                device.driver.cuMemcpyHtoDAsync,
+                storage.ptr + byte_offset,
+                pinned.ptr,
+                data.nbytes,
+                stream,
+            )
+
+        await self._stream_op(enqueue, lambda: self._pinned.release(pinned))
+
+    async def _read(self, plans: list[ReadPlan]) -> list[np.ndarray]:
+        device = self._cuda()
+        sizes = [count * buffer.dtype.itemsize for _, buffer, _, count in plans]
+        offsets = list(itertools.accumulate((-(-s // 256) * 256 for s in sizes), initial=0))
+        pinned = self._pinned.acquire(max(offsets[-1], COPY_PAD))
+
+        def enqueue(stream: Any) -> None:
+            for (storage, buffer, offset, _), size, at in zip(plans, sizes, offsets, strict=False):
+                if size:
+                    device.call(
+                        device.driver.cuMemcpyDtoHAsync,
+                        pinned.ptr + at,
+                        storage.ptr + offset * buffer.dtype.itemsize,
+                        size,
+                        stream,
+                    )
+
+        release_pinned = self._once(self._pinned.release, pinned)
+        await self._stream_op(enqueue, lambda: None, on_abandon=release_pinned)
+        arrays = [
+            pinned.array[at : at + size].view(buffer.dtype).copy()
+            for (_, buffer, _, _), size, at in zip(plans, sizes, offsets, strict=False)
+        ]
+        release_pinned()
+        return arrays
+
+    def _release(self, storage: DeviceAllocation) -> None:
+        if self._device is not None and not self._device.lost:
+            self._memory.release(storage)
+
+    # ----------------------------------------------------------------- telemetry
+    def _gauges(self) -> dict[str, int]:
+        stats = self._memory.stats()
+        return {
+            "pool_hits": stats.hits - self._baseline[0],
+            "pool_misses": stats.misses - self._baseline[1],
+            "pinned_bytes": self._pinned.pinned_bytes,
+            "streams_cached": self._stream_pool.streams_cached,
+            "events_cached": self._events.events_cached,
+        }
+
+    def reset_telemetry(self) -> None:
+        """Zero the activity counters, pool hits and misses included."""
+        super().reset_telemetry()
+        if self._device is not None:
+            stats = self._memory.stats()
+            self._baseline = (stats.hits, stats.misses)
