@@ -187,3 +187,24 @@ async def test_host_array_for_output_parameter_is_refused() -> None:
                 {"data": np.zeros(4, np.uint8), "counts": np.zeros(256, np.uint32)},
             )
         assert backend.telemetry().dispatches == 0
+
+
+async def test_readers_share_a_buffer_and_writers_wait_for_them() -> None:
+    """Two readers of a resident buffer run concurrently; a writer waits for both."""
+    gate = Gate()
+    async with va.open_backend("cpu", cpu_workers=4) as backend:
+        x = await backend.upload(np.ones(8, np.float32))
+        held = backend.submit(gated_kernel(gate), {"x": x})
+        with anyio.fail_after(10):
+            free_reader = await backend.dispatch(axpy, {"x": x, "y": np.ones(8, np.float32)}, a=1.0)
+        assert not held.is_ready(), "the second reader must not wait for the first"
+        writer = backend.submit(DOUBLE_PLUS, {"y": x}, c=1.0)
+        with anyio.move_on_after(0.05):
+            await writer
+        assert not writer.is_ready(), "a writer must wait for the readers before it"
+        gate.open()
+        assert (await held)["y"].tolist() == [1.0] * 8, "the reader saw the value before the write"
+        await writer
+        assert (await backend.read(x)).tolist() == [3.0] * 8
+        await backend.free(x)
+    assert free_reader["y"].tolist() == [2.0] * 8

@@ -25,6 +25,7 @@ __all__ = [
     "capture_logs",
     "gated_kernel",
     "gpu_unavailable_reason",
+    "spin_kernel",
 ]
 
 
@@ -89,6 +90,41 @@ def gated_kernel(gate: Gate) -> Kernel:
         launch=grid_stride("n"),
         reference=reference,
     )
+
+
+_SPIN_SOURCE = r"""
+extern "C" __global__ void spin_copy(const float* x, float* y, long long cycles, int n) {
+    long long start = clock64();
+    while (clock64() - start < cycles) {
+    }
+    for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+         i += (long long)gridDim.x * blockDim.x) {
+        y[i] = x[i];
+    }
+}
+"""
+
+
+def _spin_reference(arrays: Mapping[str, np.ndarray], scalars: Mapping[str, np.generic]) -> None:
+    np.copyto(arrays["y"], arrays["x"])
+
+
+#: ``y = x`` after every thread busy-waits ``cycles`` GPU clock cycles: a kernel of a
+#: chosen length (about 2e9 cycles per second on an H100) for cancellation tests and
+#: the CPU-use benchmark. Its CPU reference only copies.
+spin_kernel = Kernel(
+    name="spin_copy",
+    source=_SPIN_SOURCE,
+    entry="spin_copy",
+    params=(
+        BufferParam("x", np.float32, "in", "n"),
+        BufferParam("y", np.float32, "out", "n"),
+        ScalarParam("cycles", np.int64),
+        ScalarParam("n", np.int32, default="n"),
+    ),
+    launch=grid_stride("n"),
+    reference=_spin_reference,
+)
 
 
 def assert_no_resident_leaks(snapshot: TelemetrySnapshot) -> None:

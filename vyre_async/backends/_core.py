@@ -183,9 +183,8 @@ class BackendCore(ABC, Generic[S]):
                     fix=f"leave {p.name!r} out of the inputs (it is returned), or bind a "
                     "ResidentBuffer to keep it on the device.",
                 )
-        resident = [b for b in call.buffers.values() if isinstance(b, ResidentBuffer)]
         completion = self._new_completion()
-        waits = self._registry.reserve(resident, completion)
+        waits = self._registry.reserve(_uses([call]), completion)
         with _failing(completion):
             collect, discard = self._enqueue_dispatch(task_group, call, config, completion, waits)
         self._counters.dispatches += 1
@@ -243,12 +242,11 @@ class BackendCore(ABC, Generic[S]):
         bound_prefix = [bind_step(i, s) for i, s in enumerate(prefix)]
         bound_repeated = [bind_step(len(prefix) + i, s) for i, s in enumerate(repeated)]
         plans = self._plan_reads(reads)
-        used = {b.id: b for c in (*bound_prefix, *bound_repeated) for b in c.buffers.values()}
-        used.update((r.buffer.id, r.buffer) for r in reads)
-        for buffer in used.values():
-            self._registry.storage(buffer)
+        uses = _uses([*bound_prefix, *bound_repeated])
+        for r in reads:
+            uses.setdefault(r.buffer, False)
         completion = self._new_completion()
-        waits = self._registry.reserve(used.values(), completion)
+        waits = self._registry.reserve(uses, completion)
         with _failing(completion):
             collect, discard = self._enqueue_sequence(
                 task_group, bound_prefix, bound_repeated, repeat_count, plans, completion, waits
@@ -359,9 +357,9 @@ class BackendCore(ABC, Generic[S]):
         self._check_open()
         plans = self._plan_reads(ranges)
         for plan in plans:
-            pending = self._registry.pending_uses(plan[1])
-            if pending is not None:
-                await _quietly(pending)
+            writer = self._registry.last_write(plan[1])
+            if writer is not None:
+                await _quietly(writer)
         arrays = await self._read(plans)
         self._counters.bytes_downloaded += sum(a.nbytes for a in arrays)
         self._counters.sync_points += 1
@@ -447,6 +445,17 @@ class BackendCore(ABC, Generic[S]):
     @abstractmethod
     def _release(self, storage: S) -> None:
         """Return idle storage to its pool."""
+
+
+def _uses(calls: Sequence[BoundCall[Any]]) -> dict[ResidentBuffer, bool]:
+    """Resident buffers the calls touch -> whether any of them writes the buffer."""
+    uses: dict[ResidentBuffer, bool] = {}
+    for call in calls:
+        for p in call.kernel.buffer_params:
+            buffer = call.buffers.get(p.name)
+            if isinstance(buffer, ResidentBuffer):
+                uses[buffer] = uses.get(buffer, False) or p.role != "in"
+    return uses
 
 
 @contextlib.contextmanager

@@ -9,7 +9,7 @@ later user must wait for so that work on one buffer runs in submission order.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
@@ -53,7 +53,8 @@ class _Record(Generic[S]):
     buffer: ResidentBuffer
     storage: S
     in_flight: int = 0
-    last_use: Completion | None = None
+    last_write: Completion | None = None
+    reads: list[Completion] = field(default_factory=list)
 
 
 class ResidentRegistry(Generic[S]):
@@ -107,34 +108,49 @@ class ResidentRegistry(Generic[S]):
             )
 
     def reserve(
-        self, buffers: Iterable[ResidentBuffer], completion: Completion
+        self, uses: Mapping[ResidentBuffer, bool], completion: Completion
     ) -> list[Completion]:
-        """Mark ``buffers`` in use until ``completion``; return what must finish first.
+        """Mark buffers in use until ``completion``; return what must finish first.
 
-        The returned completions are the unfinished earlier users of the same buffers:
-        the new work must start after them (stream order across streams).
+        Args:
+            uses: Each buffer the work touches -> whether the work writes it.
+            completion: Set when the work finished.
+
+        Returns:
+            The unfinished earlier work the new work must start after: the last
+            writer of every buffer it touches, plus, for a buffer it writes, every
+            reader since (readers of one buffer never wait for each other).
         """
-        records = {b.id: self._record(b) for b in buffers}
-        waits: list[Completion] = []
-        for record in records.values():
-            if record.last_use is not None and not record.last_use.done:
-                waits.append(record.last_use)
+        waits: dict[int, Completion] = {}
+        records = [(self._record(b), writes) for b, writes in uses.items()]
+        for record, writes in records:
+            if record.last_write is not None and not record.last_write.done:
+                waits[id(record.last_write)] = record.last_write
+            if writes:
+                for reader in record.reads:
+                    if not reader.done:
+                        waits[id(reader)] = reader
+                record.last_write, record.reads = completion, []
+            else:
+                record.reads = [r for r in record.reads if not r.done]
+                record.reads.append(completion)
             record.in_flight += 1
-            record.last_use = completion
 
         def release() -> None:
-            for record in records.values():
+            for record, writes in records:
                 record.in_flight -= 1
-                if record.last_use is completion:
-                    record.last_use = None
+                if record.last_write is completion:
+                    record.last_write = None
+                elif not writes and completion in record.reads:
+                    record.reads.remove(completion)
 
         completion.add_done_callback(release)
-        return waits
+        return list(waits.values())
 
-    def pending_uses(self, buffer: ResidentBuffer) -> Completion | None:
-        """The unfinished last user of ``buffer``, which a read must wait for."""
-        use = self._record(buffer).last_use
-        return use if use is not None and not use.done else None
+    def last_write(self, buffer: ResidentBuffer) -> Completion | None:
+        """The unfinished last writer of ``buffer``, which a host read must wait for."""
+        write = self._record(buffer).last_write
+        return write if write is not None and not write.done else None
 
     def remove(self, buffer: ResidentBuffer) -> S:
         """Forget an idle buffer and return its storage for the backend to release."""
