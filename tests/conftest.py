@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 import numpy as np
 import pytest
+import structlog
 
 
 @pytest.fixture(params=["asyncio", "trio"])
@@ -31,3 +32,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     seeds = [value for key, value in item.user_properties if key == "seed"]
     if report.failed and seeds:
         report.sections.append(("random seed", f"rng seed = {seeds[0]}"))
+
+
+@pytest.fixture(autouse=True)
+def _structlog_defaults() -> Iterator[None]:
+    """Undo any configure_logging() a test (or the CLI it runs) made."""
+    yield
+    structlog.reset_defaults()

@@ -67,6 +67,14 @@ async def test_histogram_matches_bincount(
     np.testing.assert_array_equal(got, np.bincount(data, minlength=256).astype(np.uint32))
 
 
+async def test_unawaited_dispatch_outputs_survive_backend_close(rng: np.random.Generator) -> None:
+    """A dispatch never awaited before close still returns its outputs afterwards."""
+    x = rng.standard_normal(1000).astype(np.float32)
+    async with va.open_backend("cuda") as backend:
+        pending = backend.submit(axpy, {"x": x, "y": x}, a=1.0)
+    np.testing.assert_allclose((await pending)["y"], 2 * x.astype(np.float64), rtol=1e-6)
+
+
 async def test_zero_length_dispatch_skips_launch(cuda: va.Backend) -> None:
     """A zero-length input returns empty outputs without launching."""
     empty = np.zeros(0, np.float32)
@@ -206,8 +214,10 @@ async def test_timeout_config_raises_and_work_completes(cuda: va.Backend) -> Non
         await pending
     with anyio.fail_after(30):
         await cuda.submit(axpy, {"x": x, "y": x}, a=1.0)
-        while not pending.is_ready():  # noqa: ASYNC110 - the pending has no event to wait on but itself
+        while not pending.is_ready():  # noqa: ASYNC110 - polling the public is_ready() is the point
             await anyio.sleep(0.01)
+    # Once ready, awaiting returns at once (the timeout only bounds waiting).
+    np.testing.assert_array_equal((await pending)["y"], x)
 
 
 async def test_many_concurrent_submits_all_correct(

@@ -48,6 +48,43 @@ def _padded(nbytes: int) -> int:
     return -(-nbytes // COPY_PAD) * COPY_PAD
 
 
+class _StagedOutputs:
+    """Outputs waiting in a pinned block until they are collected, dropped, or the backend closes.
+
+    Closing the backend releases the context, and pinned memory with it, so a
+    dispatch that was never awaited has its outputs copied into ordinary host memory
+    first: awaiting it after the close still returns them.
+    """
+
+    __slots__ = ("_owner", "_release", "_result", "_settled", "_take")
+
+    def __init__(
+        self, owner: set[_StagedOutputs], take: Callable[[], Any], release: Callable[[], None]
+    ) -> None:
+        self._owner = owner
+        self._take = take
+        self._release = release
+        self._result: Any = None
+        self._settled = False
+        owner.add(self)
+
+    def collect(self) -> Any:
+        """The outputs; the first call copies them out and releases the pinned block."""
+        if not self._settled:
+            try:
+                self._result = self._take()
+            finally:
+                self.discard()
+        return self._result
+
+    def discard(self) -> None:
+        """Release the pinned block without copying (a dropped dispatch). Idempotent."""
+        if not self._settled:
+            self._settled = True
+            self._owner.discard(self)
+            self._release()
+
+
 class CudaBackend(BackendCore[DeviceAllocation]):
     """Runs kernels on one NVIDIA GPU through the CUDA driver API.
 
@@ -74,6 +111,7 @@ class CudaBackend(BackendCore[DeviceAllocation]):
         self._device: CudaDevice | None = None
         self._limiter = anyio.CapacityLimiter(2)
         self._recorded: dict[int, Any] = {}  # id(completion) -> its recorded event
+        self._uncollected: set[_StagedOutputs] = set()
         self._next_stream = itertools.count()
         self._baseline = (0, 0)
 
@@ -109,6 +147,11 @@ class CudaBackend(BackendCore[DeviceAllocation]):
         device = self._device
         with anyio.move_on_after(5):
             await self._watcher.drain()
+        for staged in list(self._uncollected):
+            if device.lost:
+                staged.discard()
+            else:
+                staged.collect()
 
         def release_all() -> None:
             device.make_current()
@@ -250,13 +293,24 @@ class CudaBackend(BackendCore[DeviceAllocation]):
 
         release_pinned = self._once(self._pinned.release, pinned)
 
+        def take() -> dict[str, np.ndarray]:
+            self._counters.bytes_downloaded += plan.download[1]
+            if pinned is None:
+                return {
+                    name: np.zeros(plan.slot(name).shape, plan.slot(name).dtype)
+                    for name in plan.outputs
+                }
+            return take_outputs(plan, pinned.array)
+
+        staged = _StagedOutputs(self._uncollected, take, release_pinned)
+
         def release_block() -> None:
             if block is not None:
                 self._memory.release(block)
 
         def release_all() -> None:
             release_block()
-            release_pinned()
+            staged.discard()
 
         def enqueue() -> None:
             device = self._cuda()
@@ -300,16 +354,8 @@ class CudaBackend(BackendCore[DeviceAllocation]):
 
         self._start(task_group, [call.kernel], enqueue, completion, waits, release_all)
 
-        def collect() -> dict[str, np.ndarray]:
-            if pinned is None:
-                return {}
-            outputs = take_outputs(plan, pinned.array)
-            release_pinned()
-            self._counters.bytes_downloaded += plan.download[1]
-            return outputs
-
         self._counters.bytes_uploaded += plan.upload[1]
-        return collect, (release_pinned if pinned is not None else None)
+        return staged.collect, staged.discard
 
     @staticmethod
     def _once(release: Callable[[Any], None], item: Any) -> Callable[[], None]:
@@ -458,9 +504,8 @@ class CudaBackend(BackendCore[DeviceAllocation]):
                 raise
 
         release_pinned = self._once(self._pinned.release, pinned)
-        self._start(task_group, kernels, enqueue, completion, waits, release_pinned)
 
-        def collect() -> list[np.ndarray]:
+        def take() -> list[np.ndarray]:
             results = []
             for (_, buffer, _, count), at in zip(reads, offsets, strict=True):
                 nbytes = count * buffer.dtype.itemsize
@@ -468,11 +513,13 @@ class CudaBackend(BackendCore[DeviceAllocation]):
                     pinned.array[at : at + nbytes] if pinned is not None else np.empty(0, np.uint8)
                 )
                 results.append(raw.view(buffer.dtype).copy())
-            release_pinned()
             self._counters.bytes_downloaded += sum(a.nbytes for a in results)
             return results
 
-        return collect, (release_pinned if pinned is not None else None)
+        staged = _StagedOutputs(self._uncollected, take, release_pinned)
+        self._start(task_group, kernels, enqueue, completion, waits, staged.discard)
+
+        return staged.collect, staged.discard
 
     # ----------------------------------------------------------------- resident memory
     async def _stream_op(
