@@ -1,0 +1,364 @@
+"""The completion watcher, driven by scripted events (no GPU needed)."""
+
+from __future__ import annotations
+
+import functools
+import itertools
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+import pytest
+from cuda.bindings import driver
+from trio.testing import MockClock
+
+from vyre_async.errors import DeviceLostError, DispatchError, LifecycleError
+from vyre_async.streams import Backoff, Completion, CompletionWatcher, DeviceHealth
+
+R = driver.CUresult
+NOT_READY = int(R.CUDA_ERROR_NOT_READY)
+SUCCESS = int(R.CUDA_SUCCESS)
+#: Upper bound of any wait in these tests; passing tests finish far sooner.
+BOUND_S = 5.0
+
+
+class ScriptedEvents:
+    """Events whose cuEventQuery answer the test sets; every query is recorded."""
+
+    def __init__(self) -> None:
+        self._ids = itertools.count(1)
+        self.state: dict[int, int] = {}
+        self.queried: list[int] = []
+
+    def record(self, result: int = NOT_READY) -> int:
+        event = next(self._ids)
+        self.state[event] = result
+        return event
+
+    def finish(self, event: int, result: int = SUCCESS) -> None:
+        self.state[event] = result
+
+    def query(self, event: int) -> int:
+        self.queried.append(event)
+        return self.state[event]
+
+
+@asynccontextmanager
+async def running(watcher: CompletionWatcher) -> AsyncIterator[None]:
+    """Run the watcher in a task group for the block, then cancel it."""
+    async with anyio.create_task_group() as tg:
+        await tg.start(watcher.run)
+        yield
+        tg.cancel_scope.cancel()
+
+
+async def wait_for(condition: Callable[[], bool]) -> None:
+    """Yield until ``condition()`` holds; fail the test after a bounded wait."""
+    with anyio.fail_after(BOUND_S):
+        while not condition():
+            await anyio.lowlevel.checkpoint()
+
+
+async def finished(completion: Completion) -> None:
+    """Wait for a completion, failing the test after a bounded wait."""
+    with anyio.fail_after(BOUND_S):
+        await completion.wait()
+
+
+async def test_work_completes_once_its_event_is_done() -> None:
+    """A registered completion is completed after its event reports success."""
+    events = ScriptedEvents()
+    watcher = CompletionWatcher(events.query)
+    completion = Completion()
+    async with running(watcher):
+        event = events.record()
+        watcher.watch("s", event, completion)
+        await wait_for(lambda: len(events.queried) >= 3)
+        assert not completion.done
+        events.finish(event)
+        await finished(completion)
+    assert watcher.in_flight == 0
+
+
+async def test_only_the_oldest_event_of_a_stream_is_queried() -> None:
+    """While a stream's oldest event is unfinished, its later events are never queried."""
+    events = ScriptedEvents()
+    watcher = CompletionWatcher(events.query)
+    first, second, third = (events.record() for _ in range(3))
+    completions = [Completion() for _ in range(3)]
+    async with running(watcher):
+        for event, completion in zip((first, second, third), completions, strict=True):
+            watcher.watch("s", event, completion)
+        await wait_for(lambda: len(events.queried) >= 20)
+        assert set(events.queried) == {first}
+        for event in (first, second, third):
+            events.finish(event)
+        await finished(completions[-1])
+
+
+async def test_a_stream_completes_in_registration_order() -> None:
+    """Finished work on one stream completes in the order it was registered."""
+    events = ScriptedEvents()
+    watcher = CompletionWatcher(events.query)
+    order: list[int] = []
+    completions = []
+    for index in range(5):
+        completion = Completion()
+        completions.append(completion)
+        watcher.watch(
+            "s", events.record(SUCCESS), completion, functools.partial(order.append, index)
+        )
+    async with running(watcher):
+        await finished(completions[-1])
+    assert order == [0, 1, 2, 3, 4]
+    assert all(completion.done for completion in completions)
+
+
+async def test_a_later_ready_event_waits_for_the_oldest() -> None:
+    """A later event that reports done still waits until the oldest one finishes."""
+    events = ScriptedEvents()
+    watcher = CompletionWatcher(events.query)
+    first, second = events.record(), events.record(SUCCESS)
+    first_done, second_done = Completion(), Completion()
+    async with running(watcher):
+        watcher.watch("s", first, first_done)
+        watcher.watch("s", second, second_done)
+        await wait_for(lambda: len(events.queried) >= 10)
+        assert not second_done.done
+        events.finish(first)
+        await finished(second_done)
+        assert first_done.done
+
+
+async def test_streams_progress_independently() -> None:
+    """A blocked stream does not hold back finished work on another stream."""
+    events = ScriptedEvents()
+    watcher = CompletionWatcher(events.query)
+    blocked, quick = Completion(), Completion()
+    async with running(watcher):
+        watcher.watch("a", events.record(), blocked)
+        watcher.watch("b", events.record(SUCCESS), quick)
+        await finished(quick)
+        assert not blocked.done
+        assert watcher.busy_streams == 1
+
+
+async def test_idle_watcher_does_not_poll_and_wakes_on_register() -> None:
+    """With nothing registered the watcher blocks without querying; watch() wakes it."""
+    events = ScriptedEvents()
+    watcher = CompletionWatcher(events.query)
+    completion = Completion()
+    async with running(watcher):
+        for _ in range(3):
+            await anyio.wait_all_tasks_blocked()
+        assert events.queried == []
+        watcher.watch("s", events.record(SUCCESS), completion)
+        await finished(completion)
+        await anyio.wait_all_tasks_blocked()
+        queried = len(events.queried)
+        await anyio.wait_all_tasks_blocked()
+        assert len(events.queried) == queried
+
+
+async def test_sticky_error_fails_every_completion_with_device_lost() -> None:
+    """A sticky query result fails all work on all streams and marks the device lost."""
+    events = ScriptedEvents()
+    health = DeviceHealth("device 0 (test)")
+    watcher = CompletionWatcher(events.query, health=health)
+    completions = [Completion() for _ in range(3)]
+    released: list[int] = []
+    bad = events.record()
+    async with running(watcher):
+        watcher.watch("a", bad, completions[0], lambda: released.append(0))
+        watcher.watch("a", events.record(), completions[1], lambda: released.append(1))
+        watcher.watch("b", events.record(), completions[2], lambda: released.append(2))
+        events.finish(bad, int(R.CUDA_ERROR_ILLEGAL_ADDRESS))
+        for completion in completions:
+            with pytest.raises(DeviceLostError, match="CUDA_ERROR_ILLEGAL_ADDRESS"):
+                await finished(completion)
+        assert sorted(released) == [0, 1, 2]
+        assert health.lost
+        assert watcher.in_flight == 0
+        with pytest.raises(DeviceLostError, match="lost earlier"):
+            watcher.watch("a", events.record(SUCCESS), Completion())
+    errors = [completion.error for completion in completions]
+    assert len({id(error) for error in errors}) == 3
+
+
+async def test_non_sticky_query_error_fails_only_that_work() -> None:
+    """An ordinary query error fails its own completion; the stream goes on."""
+    events = ScriptedEvents()
+    watcher = CompletionWatcher(events.query)
+    broken, after = Completion(), Completion()
+    async with running(watcher):
+        watcher.watch("s", events.record(int(R.CUDA_ERROR_INVALID_HANDLE)), broken)
+        watcher.watch("s", events.record(SUCCESS), after)
+        await finished(after)
+        with pytest.raises(DispatchError, match="CUDA_ERROR_INVALID_HANDLE"):
+            await finished(broken)
+
+
+async def test_timing_pair_sets_device_ns_before_release() -> None:
+    """With a timing pair, device_ns comes from elapsed time, read before on_done runs."""
+    events = ScriptedEvents()
+    steps: list[str] = []
+
+    def elapsed_ms(start: Any, end: Any) -> float:
+        steps.append(f"elapsed {start}-{end}")
+        return 1.5
+
+    watcher = CompletionWatcher(events.query, elapsed_ms=elapsed_ms)
+    completion = Completion()
+    async with running(watcher):
+        watcher.watch(
+            "s",
+            events.record(SUCCESS),
+            completion,
+            lambda: steps.append("release"),
+            timing=("t0", "t1"),
+        )
+        await finished(completion)
+    assert completion.device_ns == 1_500_000
+    assert steps == ["elapsed t0-t1", "release"]
+
+
+async def test_on_done_runs_before_the_completion_is_done() -> None:
+    """on_done runs while the completion is still unfinished, so waiters see it done."""
+    events = ScriptedEvents()
+    watcher = CompletionWatcher(events.query)
+    completion = Completion()
+    seen: list[bool] = []
+    async with running(watcher):
+        watcher.watch("s", events.record(SUCCESS), completion, lambda: seen.append(completion.done))
+        await finished(completion)
+    assert seen == [False]
+
+
+async def test_failing_on_done_fails_its_completion_but_not_the_watcher() -> None:
+    """An on_done that raises fails that completion; the watcher keeps serving others."""
+    events = ScriptedEvents()
+    watcher = CompletionWatcher(events.query)
+    broken, later = Completion(), Completion()
+
+    def explode() -> None:
+        raise KeyError("pool bookkeeping")
+
+    async with running(watcher):
+        watcher.watch("s", events.record(SUCCESS), broken, explode)
+        with pytest.raises(DispatchError, match="releasing its resources raised"):
+            await finished(broken)
+        watcher.watch("s", events.record(SUCCESS), later)
+        await finished(later)
+
+
+async def test_cancelling_the_watcher_fails_pending_work_without_releasing_it() -> None:
+    """On cancel, pending completions fail with LifecycleError and on_done is not run."""
+    events = ScriptedEvents()
+    watcher = CompletionWatcher(events.query)
+    completion = Completion()
+    released: list[bool] = []
+    async with running(watcher):
+        watcher.watch("s", events.record(), completion, lambda: released.append(True))
+        await wait_for(lambda: len(events.queried) >= 2)
+    assert isinstance(completion.error, LifecycleError)
+    assert released == []
+    assert watcher.in_flight == 0
+    with pytest.raises(LifecycleError, match="stopped"):
+        watcher.watch("s", events.record(SUCCESS), Completion())
+
+
+async def test_drain_returns_once_all_registered_work_finished() -> None:
+    """drain() waits for every registered completion, then returns."""
+    events = ScriptedEvents()
+    watcher = CompletionWatcher(events.query)
+    pending = [events.record() for _ in range(4)]
+    completions = [Completion() for _ in pending]
+    async with running(watcher):
+        for index, (event, completion) in enumerate(zip(pending, completions, strict=True)):
+            watcher.watch(index % 2, event, completion)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(watcher.drain)
+            await wait_for(lambda: len(events.queried) >= 5)
+            for event in pending:
+                events.finish(event)
+        assert all(completion.done for completion in completions)
+
+
+async def test_drain_without_a_running_watcher_is_refused() -> None:
+    """drain() on a watcher that never started raises instead of hanging."""
+    events = ScriptedEvents()
+    watcher = CompletionWatcher(events.query)
+    watcher.watch("s", events.record(), Completion())
+    with pytest.raises(LifecycleError, match="unstarted"):
+        await watcher.drain()
+
+
+async def test_a_watcher_runs_only_once() -> None:
+    """Starting a watcher a second time raises LifecycleError."""
+    watcher = CompletionWatcher(ScriptedEvents().query)
+    async with running(watcher):
+        pass
+    with pytest.raises(LifecycleError):
+        await watcher.run()
+
+
+def test_backoff_spins_then_doubles_sleeps_up_to_the_cap() -> None:
+    """Within the spin budget waits are 0; then 20 µs doubling to a 1 ms cap."""
+    backoff = Backoff(spin_s=150e-6, min_sleep_s=20e-6, max_sleep_s=1e-3)
+    backoff.reset(10.0)
+    assert backoff.next_wait(10.0001) == 0.0
+    waits = [backoff.next_wait(10.001) for _ in range(9)]
+    assert waits == pytest.approx([20e-6, 40e-6, 80e-6, 160e-6, 320e-6, 640e-6, 1e-3, 1e-3, 1e-3])
+
+
+def test_backoff_reset_returns_to_spinning() -> None:
+    """Progress resets the back-off to spinning, then to the shortest sleep."""
+    backoff = Backoff(spin_s=150e-6, min_sleep_s=20e-6, max_sleep_s=1e-3)
+    for _ in range(10):
+        backoff.next_wait(1.0)
+    backoff.reset(2.0)
+    assert backoff.next_wait(2.0) == 0.0
+    assert backoff.next_wait(2.001) == pytest.approx(20e-6)
+
+
+def test_backoff_rejects_inverted_bounds() -> None:
+    """min_sleep_s above max_sleep_s is a ValueError."""
+    with pytest.raises(ValueError, match="min_sleep_s"):
+        Backoff(spin_s=0, min_sleep_s=1e-3, max_sleep_s=1e-4)
+
+
+@pytest.mark.parametrize(
+    "anyio_backend", [pytest.param(("trio", {"clock": MockClock(autojump_threshold=0)}), id="trio")]
+)
+async def test_long_running_work_is_polled_at_most_about_once_per_ms() -> None:
+    """A kernel that runs for 1 s (mock clock) costs about 1000 queries, not a busy core."""
+    events = ScriptedEvents()
+    watcher = CompletionWatcher(events.query, spin_s=0.0, max_sleep_s=1e-3)
+    completion = Completion()
+    async with running(watcher):
+        event = events.record()
+        watcher.watch("s", event, completion)
+        await anyio.sleep(1.0)
+        assert 990 <= len(events.queried) <= 1010
+        events.finish(event)
+        started = anyio.current_time()
+        await finished(completion)
+        assert anyio.current_time() - started <= 1e-3
+
+
+@pytest.mark.parametrize(
+    "anyio_backend", [pytest.param(("trio", {"clock": MockClock(autojump_threshold=0)}), id="trio")]
+)
+async def test_registering_work_wakes_a_backed_off_watcher_at_once() -> None:
+    """New work on another stream is seen without waiting out the current back-off sleep."""
+    events = ScriptedEvents()
+    watcher = CompletionWatcher(events.query, spin_s=0.0, min_sleep_s=0.5, max_sleep_s=0.5)
+    quick = Completion()
+    async with running(watcher):
+        watcher.watch("slow", events.record(), Completion())
+        await anyio.sleep(0.1)
+        started = anyio.current_time()
+        watcher.watch("fast", events.record(SUCCESS), quick)
+        await finished(quick)
+        assert anyio.current_time() == started
