@@ -35,11 +35,13 @@ from ..streams._watcher import CompletionWatcher
 from ._config import DispatchConfig
 from ._core import BackendCore, Enqueued, ReadPlan, _quietly
 from ._cuda_launch import KernelCache, LoadedKernel
-from ._cuda_staging import COPY_PAD, fill_inputs, plan_staging, take_outputs
+from ._cuda_staging import COPY_PAD, StagingPlan, fill_inputs, plan_staging, take_outputs
 from ._resident import ResidentBuffer
 
 #: Streams dispatches are spread over, round robin.
 STREAMS = 4
+#: Staging plans kept per backend (one per kernel and host-bound shape seen).
+_PLAN_CACHE_SIZE = 1024
 #: Host copies larger than this run in a worker thread, not on the loop.
 _INLINE_COPY_BYTES = 1 << 20
 
@@ -112,6 +114,7 @@ class CudaBackend(BackendCore[DeviceAllocation]):
         self._limiter = anyio.CapacityLimiter(2)
         self._recorded: dict[int, Any] = {}  # id(completion) -> its recorded event
         self._uncollected: set[_StagedOutputs] = set()
+        self._plans: dict[tuple[Any, ...], StagingPlan] = {}
         self._next_stream = itertools.count()
         self._baseline = (0, 0)
 
@@ -154,20 +157,27 @@ class CudaBackend(BackendCore[DeviceAllocation]):
                 staged.collect()
 
         def release_all() -> None:
-            device.make_current()
-            for stream in self._streams:
-                self._stream_pool.release(stream)
-            leaks = {
-                "streams": self._stream_pool.close(),
-                "events": self._events.close(),
-                "device blocks": self._memory.close(),
-                "pinned blocks": self._pinned.close(),
-            }
-            if not device.lost:
+            try:
+                if device.lost:
+                    # The context is poisoned: freeing through it only raises again.
+                    self._log.warning("closing a lost device without freeing its handles")
+                    return
+                device.make_current()
+                for stream in self._streams:
+                    self._stream_pool.release(stream)
                 self._kernels.close()
-            if any(leaks.values()):
-                self._log.warning("closing with live handles", **leaks)
-            device.close()
+                leaks = {
+                    "streams": self._stream_pool.close(),
+                    "events": self._events.close(),
+                    "device blocks": self._memory.close(),
+                    "pinned blocks": self._pinned.close(),
+                }
+                if any(leaks.values()):
+                    self._log.warning("closing with live handles", **leaks)
+            except VyreError as exc:
+                self._log.error("releasing device handles failed", error=str(exc))
+            finally:
+                device.close()
 
         await anyio.to_thread.run_sync(release_all)
 
@@ -261,7 +271,7 @@ class CudaBackend(BackendCore[DeviceAllocation]):
         completion: Completion,
         waits: list[Completion],
     ) -> Enqueued:
-        plan = plan_staging(call)
+        plan = self._plan(call)
         pinned: PinnedBuffer | None = None
         block: DeviceAllocation | None = None
         if plan.total:
@@ -356,6 +366,23 @@ class CudaBackend(BackendCore[DeviceAllocation]):
 
         self._counters.bytes_uploaded += plan.upload[1]
         return staged.collect, staged.discard
+
+    def _plan(self, call: BoundCall[Any]) -> StagingPlan:
+        """The staging plan of a call, cached by kernel and host-bound shapes."""
+        key = (
+            id(call.kernel),
+            tuple(
+                (name, None if isinstance(b, ResidentBuffer) else np.shape(b))
+                for name, b in call.buffers.items()
+            ),
+            tuple(call.lengths.values()),
+        )
+        plan = self._plans.get(key)
+        if plan is None or plan.kernel is not call.kernel:
+            if len(self._plans) >= _PLAN_CACHE_SIZE:
+                self._plans.pop(next(iter(self._plans)))
+            plan = self._plans[key] = plan_staging(call)
+        return plan
 
     @staticmethod
     def _once(release: Callable[[Any], None], item: Any) -> Callable[[], None]:

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from ..kernels._kernel import BoundCall
+from ..kernels._kernel import BoundCall, Kernel
 from ._resident import ResidentBuffer
 
 ALIGN = 256
@@ -42,6 +42,7 @@ class StagingPlan:
     """The layout of one dispatch's host-bound buffers.
 
     Attributes:
+        kernel: The kernel the plan is for.
         slots: Every host-bound buffer, in layout order.
         total: Bytes of the blocks (0 when every buffer is resident).
         upload: ``(offset, nbytes)`` of the single host-to-device copy.
@@ -50,6 +51,7 @@ class StagingPlan:
         outputs: Slot names returned to the caller (host-bound ``inout`` and ``out``).
     """
 
+    kernel: Kernel
     slots: tuple[Slot, ...]
     total: int
     upload: tuple[int, int]
@@ -93,6 +95,7 @@ def plan_staging(call: BoundCall[Any]) -> StagingPlan:
     start = download_start if download_start is not None else end
     roles = {p.name: p.role for p in params}
     return StagingPlan(
+        kernel=call.kernel,
         slots=tuple(slots),
         total=_round_up(end, ALIGN) if slots else 0,
         upload=(0, upload_end or 0),

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
@@ -117,15 +118,19 @@ class Kernel:
     def __post_init__(self) -> None:
         check_signature(self.name, self.params)
 
-    @property
+    @functools.cached_property
     def buffer_params(self) -> tuple[BufferParam, ...]:
         """The pointer parameters, in argument order."""
         return tuple(p for p in self.params if isinstance(p, BufferParam))
 
-    @property
+    @functools.cached_property
     def scalar_params(self) -> tuple[ScalarParam, ...]:
         """The by-value parameters, in argument order."""
         return tuple(p for p in self.params if isinstance(p, ScalarParam))
+
+    @functools.cached_property
+    def _scalar_names(self) -> frozenset[str]:
+        return frozenset(p.name for p in self.scalar_params)
 
     def bind(self, buffers: Mapping[str, B], scalars: Mapping[str, object]) -> BoundCall[B]:
         """Validate a call: names, dtypes, lengths and scalar values.
@@ -223,7 +228,7 @@ class Kernel:
     def _bind_scalars(
         self, scalars: Mapping[str, object], sizes: Mapping[str, int]
     ) -> dict[str, np.generic]:
-        known = {p.name for p in self.scalar_params}
+        known = self._scalar_names
         for name in scalars:
             if name not in known:
                 raise ValidationError(

@@ -7,6 +7,7 @@ nothing but the error.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, TypeAlias, cast
 
@@ -102,42 +103,51 @@ def check_signature(kernel_name: str, params: tuple[Param, ...]) -> None:
             )
 
 
+@functools.cache
+def _bounds(dtype: np.dtype[Any]) -> tuple[float, float]:
+    """Smallest and largest finite value of a numeric dtype (cached: iinfo/finfo are slow)."""
+    if dtype.kind in "iu":
+        info = np.iinfo(cast("np.dtype[np.integer[Any]]", dtype))
+        return int(info.min), int(info.max)
+    finfo = np.finfo(cast("np.dtype[np.floating[Any]]", dtype))
+    return float(-finfo.max), float(finfo.max)
+
+
 def coerce_scalar(kernel_name: str, param: ScalarParam, value: object) -> np.generic:
     """Convert a caller's scalar to the parameter's dtype, refusing lossy conversions."""
-    kind = param.dtype.kind
-    where = f"scalar {param.name!r} of kernel {kernel_name!r}"
     if isinstance(value, bool | np.bool_) or not isinstance(value, int | float | np.number):
         raise ValidationError(
-            f"{where} must be a number, got {type(value).__name__}",
+            f"scalar {param.name!r} of kernel {kernel_name!r} must be a number, "
+            f"got {type(value).__name__}",
             fix=f"pass {param.name}= as a Python or NumPy number ({param.dtype}).",
         )
-    if kind in "iu":
-        if isinstance(value, float | np.floating):
-            if not float(value).is_integer():
-                raise ValidationError(
-                    f"{where} is an integer ({param.dtype}), got {value!r}",
-                    fix=f"pass a whole number for {param.name}.",
-                )
-            value = int(value)
-        info = np.iinfo(cast("np.dtype[np.integer[Any]]", param.dtype))
-        if not info.min <= int(value) <= info.max:
+    low, high = _bounds(param.dtype)
+    if param.dtype.kind in "iu":
+        if isinstance(value, float | np.floating) and not float(value).is_integer():
             raise ValidationError(
-                f"{where} = {value} is outside {param.dtype}'s range [{info.min}, {info.max}]",
-                fix=f"pass a value in [{info.min}, {info.max}].",
+                f"scalar {param.name!r} of kernel {kernel_name!r} is an integer "
+                f"({param.dtype}), got {value!r}",
+                fix=f"pass a whole number for {param.name}.",
             )
-        return param.dtype.type(int(value))
+        whole = int(value)
+        if not low <= whole <= high:
+            raise ValidationError(
+                f"scalar {param.name!r} of kernel {kernel_name!r} = {value} is outside "
+                f"{param.dtype}'s range [{low}, {high}]",
+                fix=f"pass a value in [{low}, {high}].",
+            )
+        return param.dtype.type(whole)
     as_float = float(value)
     if not np.isfinite(as_float):
         raise ValidationError(
-            f"{where} = {as_float} is not finite", fix=f"pass a finite number for {param.name}."
+            f"scalar {param.name!r} of kernel {kernel_name!r} = {as_float} is not finite",
+            fix=f"pass a finite number for {param.name}.",
         )
     # A finite float64 can still overflow a float32 to inf; refuse it rather than warn.
-    with np.errstate(over="ignore"):
-        converted = param.dtype.type(as_float)
-    if not np.isfinite(converted):
-        limit = float(np.finfo(cast("np.dtype[np.floating[Any]]", param.dtype)).max)
+    if not low <= as_float <= high:
         raise ValidationError(
-            f"{where} = {as_float} overflows {param.dtype} (largest finite {limit:g})",
-            fix=f"pass {param.name} with magnitude at most {limit:g}.",
+            f"scalar {param.name!r} of kernel {kernel_name!r} = {as_float} overflows "
+            f"{param.dtype} (largest finite {high:g})",
+            fix=f"pass {param.name} with magnitude at most {high:g}.",
         )
-    return converted
+    return param.dtype.type(as_float)
