@@ -69,6 +69,7 @@ class LoadedKernel:
         )
         self._address = ctypes.addressof(self._pointers)
         self._shared_optin = 0
+        self._checked: set[LaunchShape] = set()
 
     def pack(self, pointers: Mapping[str, int], scalars: Mapping[str, np.generic]) -> int:
         """Store this launch's arguments in the block; return its address for the driver."""
@@ -78,6 +79,13 @@ class LoadedKernel:
 
     def check_launch(self, launch: LaunchShape, info: DeviceInfo) -> None:
         """Refuse a launch shape the device cannot run, naming the limit and the fix."""
+        if launch in self._checked:
+            return
+        self._check_limits(launch, info)
+        if len(self._checked) < 4096:
+            self._checked.add(launch)
+
+    def _check_limits(self, launch: LaunchShape, info: DeviceInfo) -> None:
         name = self.kernel.name
         if launch.threads_per_block > info.max_threads_per_block:
             raise UnsupportedFeatureError(
@@ -117,11 +125,13 @@ class LoadedKernel:
     def launch(
         self, call: BoundCall[Any], pointers: Mapping[str, int], stream: Any, times: int
     ) -> None:
-        """Launch ``times`` times back to back on ``stream`` (skipped for an empty grid)."""
+        """Launch ``times`` times back to back on ``stream`` (skipped for an empty grid).
+
+        Callers run :meth:`check_launch` for the shape first.
+        """
         shape = call.launch
         if shape.empty or times == 0:
             return
-        self.check_launch(shape, self._device.info)
         params = self.pack(pointers, call.scalars)
         driver = self._device.driver
         for _ in range(times):

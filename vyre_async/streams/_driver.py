@@ -238,15 +238,20 @@ def call(fn: Callable[..., Any], *args: Any) -> Any:
     Returns:
         As :func:`check`.
     """
-    name = getattr(fn, "__name__", repr(fn))
     try:
         returned = fn(*args)
     except RuntimeError as exc:
+        name = getattr(fn, "__name__", None) or repr(fn)
         raise UnsupportedFeatureError(
             f"{name} is not available from the installed NVIDIA driver: {exc}",
             fix="update the NVIDIA driver, or use the CPU backend (kind='cpu').",
         ) from exc
-    return check(returned, name)
+    if isinstance(returned, tuple):
+        if int(returned[0]) == CUDA_SUCCESS:  # the hot path: no name, no message
+            return returned[1] if len(returned) == 2 else (returned[1:] or None)
+    elif int(returned) == CUDA_SUCCESS:
+        return None
+    return check(returned, getattr(fn, "__name__", None) or repr(fn))
 
 
 def _initialise(import_module: Callable[[str], ModuleType]) -> ModuleType:
