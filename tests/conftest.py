@@ -9,6 +9,8 @@ import numpy as np
 import pytest
 import structlog
 
+from vyre_async import logging as vyre_logging
+
 
 @pytest.fixture(params=["asyncio", "trio"])
 def anyio_backend(request: pytest.FixtureRequest) -> str:
@@ -39,3 +41,4 @@ def _structlog_defaults() -> Iterator[None]:
     """Undo any configure_logging() a test (or the CLI it runs) made."""
     yield
     structlog.reset_defaults()
+    vyre_logging._tracing = False

@@ -134,3 +134,26 @@ def test_dispatch_config_refuses_impossible_values() -> None:
         va.DispatchConfig(fixpoint_iterations=0)
     with pytest.raises(va.ConfigurationError, match="Fix:"):
         va.DispatchConfig(timeout=0)
+
+
+async def test_dispatch_logs_carry_backend_device_and_kernel() -> None:
+    """With debug logging on, each dispatch logs its kernel under the backend's context."""
+    va.configure_logging("json", level="debug")
+    with capture_logs() as logs:
+        async with va.open_backend("cpu") as backend:
+            ones = np.ones(4, np.float32)
+            await backend.dispatch(va.kernels.axpy, {"x": ones, "y": ones}, a=1.0)
+    submitted = [e for e in logs if e["event"] == "dispatch submitted"]
+    assert len(submitted) == 1
+    assert submitted[0]["kernel"] == "axpy"
+    assert submitted[0]["backend"] == "cpu"
+    assert submitted[0]["device"] == backend.device_name
+
+
+async def test_dispatches_log_nothing_unless_debug_was_asked_for() -> None:
+    """Without configure_logging(level='debug') no per-dispatch event is emitted."""
+    with capture_logs() as logs:
+        async with va.open_backend("cpu") as backend:
+            ones = np.ones(4, np.float32)
+            await backend.dispatch(va.kernels.axpy, {"x": ones, "y": ones}, a=1.0)
+    assert not [e for e in logs if e["event"] == "dispatch submitted"]

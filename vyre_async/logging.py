@@ -13,9 +13,14 @@ from typing import Literal, TextIO
 
 import structlog
 
-__all__ = ["LogFormat", "configure_logging", "get_logger"]
+__all__ = ["LogFormat", "configure_logging", "get_logger", "tracing_enabled"]
 
 LogFormat = Literal["console", "json"]
+
+# Per-dispatch events are only emitted once an application asked for debug logs:
+# structlog left unconfigured prints every level, and a library must not print a
+# line per dispatch into a program that never asked for logging.
+_tracing = False
 
 
 def configure_logging(
@@ -45,6 +50,8 @@ def configure_logging(
         if log_format == "json"
         else structlog.dev.ConsoleRenderer(colors=False)
     )
+    global _tracing
+    _tracing = numeric <= logging.DEBUG
     structlog.configure(
         processors=[
             structlog.contextvars.merge_contextvars,
@@ -64,3 +71,8 @@ def get_logger(name: str) -> structlog.typing.FilteringBoundLogger:
     """The library's logger for ``name`` (a ``vyre_async.*`` module name)."""
     logger: structlog.typing.FilteringBoundLogger = structlog.get_logger(name)
     return logger
+
+
+def tracing_enabled() -> bool:
+    """Whether per-dispatch debug events are wanted (``configure_logging(level="debug")``)."""
+    return _tracing

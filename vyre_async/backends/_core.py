@@ -20,7 +20,7 @@ import numpy as np
 
 from ..errors import LifecycleError, ValidationError
 from ..kernels._kernel import BoundCall, Kernel
-from ..logging import get_logger
+from ..logging import get_logger, tracing_enabled
 from ..streams._pending import Completion, DispatchTiming, PendingDispatch
 from ..telemetry import TelemetryCounters, TelemetrySnapshot
 from ._config import DispatchConfig
@@ -94,7 +94,8 @@ class BackendCore(ABC, Generic[S]):
             raise
         self._task_group = task_group
         self._state = BackendState.OPEN
-        self._log.info("backend opened", device=self.device_name)
+        self._log = self._log.bind(backend=self.kind, device=self.device_name)
+        self._log.info("backend opened")
         return self
 
     async def __aexit__(
@@ -126,7 +127,7 @@ class BackendCore(ABC, Generic[S]):
             # Outside the shield: a task group's scope must be exited as the innermost one.
             task_group.cancel_scope.cancel()
             await task_group.__aexit__(None, None, None)
-        self._log.info("backend closed", device=self.device_name)
+        self._log.info("backend closed")
 
     def _check_open(self) -> anyio.abc.TaskGroup:
         if self._state is not BackendState.OPEN or self._task_group is None:
@@ -189,6 +190,14 @@ class BackendCore(ABC, Generic[S]):
             collect, discard = self._enqueue_dispatch(task_group, call, config, completion, waits)
         self._counters.dispatches += 1
         self._counters.kernel_launches += 0 if call.launch.empty else config.fixpoint_iterations
+        if tracing_enabled():
+            self._log.debug(
+                "dispatch submitted",
+                kernel=kernel.name,
+                launches=config.fixpoint_iterations,
+                grid=call.launch.grid,
+                resident=sum(isinstance(b, ResidentBuffer) for b in call.buffers.values()),
+            )
         return self._pending(
             completion, collect, discard, config, config.label or kernel.name, start
         )
@@ -256,6 +265,8 @@ class BackendCore(ABC, Generic[S]):
         )
         self._counters.dispatches += 1
         self._counters.kernel_launches += launches
+        if tracing_enabled():
+            self._log.debug("sequence submitted", launches=launches, reads=len(plans))
         label = config.label or f"sequence of {len(prefix)}+{len(repeated)}x{repeat_count} steps"
         return self._pending(completion, collect, discard, config, label, start)
 

@@ -138,7 +138,7 @@ class CudaBackend(BackendCore[DeviceAllocation]):
             await anyio.to_thread.run_sync(device.close)
             raise
         self._device = device
-        self._log = self._log.bind(device=device.info.name, ordinal=self._ordinal)
+        self._log = self._log.bind(ordinal=self._ordinal)
 
     async def _start_background(self, task_group: anyio.abc.TaskGroup) -> None:
         await task_group.start(self._watcher.run)
