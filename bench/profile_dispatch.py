@@ -31,9 +31,8 @@ async def main() -> None:
         for _ in range(3000):
             await backend.dispatch(axpy, {"x": xb, "y": yb}, a=1.0)
         profile.disable()
-        print(
-            f"(d) resident: {(time.perf_counter() - start) / 3000 * 1e6:.1f} us/dispatch under cProfile"
-        )
+        per_dispatch_us = (time.perf_counter() - start) / 3000 * 1e6
+        print(f"(d) resident: {per_dispatch_us:.1f} us/dispatch under cProfile")
         pstats.Stats(profile).sort_stats("tottime").print_stats(25)
         profile = cProfile.Profile()
         profile.enable()
