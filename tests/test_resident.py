@@ -200,3 +200,23 @@ async def test_close_waits_for_in_flight_work_and_frees_buffers() -> None:
     assert pending.is_ready()
     assert_no_resident_leaks(backend.telemetry())
     np.testing.assert_array_equal((await pending)["y"], np.arange(4, dtype=np.float32))
+
+
+async def test_upload_group_keeps_each_array_and_counts_one_upload(
+    rng: np.random.Generator,
+) -> None:
+    """upload_group returns one handle per array with its data, dtype and shape."""
+    arrays = [
+        rng.integers(0, 100, 1001).astype(np.int64),
+        rng.standard_normal((3, 5)).astype(np.float32),
+        np.zeros(0, np.int32),
+    ]
+    async with va.open_backend("cpu") as backend:
+        buffers = await backend.upload_group(arrays)
+        assert [b.shape for b in buffers] == [a.shape for a in arrays]
+        for buffer, array in zip(buffers, arrays, strict=True):
+            np.testing.assert_array_equal(await backend.read(buffer), array)
+        assert backend.telemetry().bytes_uploaded == sum(a.nbytes for a in arrays)
+        for buffer in buffers:
+            await backend.free(buffer)
+        assert_no_resident_leaks(backend.telemetry())

@@ -330,3 +330,23 @@ def test_faulting_kernel_gives_device_lost_not_a_hang() -> None:
     assert "second:" in done.stdout
     assert "open a new backend" in done.stdout
     assert "closed cleanly" in done.stdout
+
+
+async def test_upload_group_is_one_block_freed_with_its_last_member(
+    cuda: va.Backend, rng: np.random.Generator
+) -> None:
+    """upload_group takes one device block, returned only when every member is freed."""
+    arrays = [
+        rng.integers(0, 9, 4097).astype(np.int64),
+        rng.standard_normal(333).astype(np.float32),
+    ]
+    live = cuda.live_allocations()["device"]  # type: ignore[attr-defined]
+    buffers = await cuda.upload_group(arrays)
+    assert cuda.live_allocations()["device"] == live + 1  # type: ignore[attr-defined]
+    for buffer, array in zip(buffers, arrays, strict=True):
+        np.testing.assert_array_equal(await cuda.read(buffer), array)
+    await cuda.free(buffers[0])
+    assert cuda.live_allocations()["device"] == live + 1  # type: ignore[attr-defined]
+    np.testing.assert_array_equal(await cuda.read(buffers[1]), arrays[1])
+    await cuda.free(buffers[1])
+    assert cuda.live_allocations()["device"] == live  # type: ignore[attr-defined]

@@ -315,6 +315,25 @@ class BackendCore(ABC, Generic[S]):
         self._counters.bytes_uploaded += data.nbytes
         return self._registry.add(storage, data.dtype, data.shape)
 
+    async def upload_group(self, arrays: Sequence[np.ndarray]) -> tuple[ResidentBuffer, ...]:
+        """Copy several arrays to the backend in one allocation and one transfer.
+
+        Each array gets its own handle (dtype and shape kept, 256-byte aligned) inside
+        one slab; the slab's memory is returned when the last of them is freed. A
+        resident graph uploads its CSR arrays this way.
+        """
+        self._check_open()
+        for array in arrays:
+            if not isinstance(array, np.ndarray):
+                raise TypeError(f"upload_group takes NumPy arrays, got {type(array).__name__}")
+        datas = [np.ascontiguousarray(a) for a in arrays]
+        storages = await self._store_group(datas)
+        self._counters.bytes_uploaded += sum(d.nbytes for d in datas)
+        return tuple(
+            self._registry.add(storage, d.dtype, d.shape)
+            for storage, d in zip(storages, datas, strict=True)
+        )
+
     async def alloc(self, nbytes: int, dtype: Any = np.uint8) -> ResidentBuffer:
         """Allocate a zero-filled resident buffer of ``nbytes`` bytes of ``dtype``."""
         self._check_open()
@@ -444,6 +463,10 @@ class BackendCore(ABC, Generic[S]):
     @abstractmethod
     async def _store(self, dtype: np.dtype[Any], count: int, data: np.ndarray | None) -> S:
         """New storage of ``count`` elements holding ``data`` (zeros when ``None``)."""
+
+    @abstractmethod
+    async def _store_group(self, datas: list[np.ndarray]) -> list[S]:
+        """Storage for each array, all inside one allocation, holding the data."""
 
     @abstractmethod
     async def _write(self, storage: S, byte_offset: int, data: np.ndarray) -> None:

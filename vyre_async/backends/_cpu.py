@@ -22,7 +22,7 @@ from ..kernels._kernel import BoundCall
 from ..streams._pending import Completion
 from ._config import DispatchConfig
 from ._core import BackendCore, Enqueued, ReadPlan, _quietly
-from ._resident import ResidentBuffer
+from ._resident import ResidentBuffer, slab_layout
 
 #: Copies larger than this go to a worker thread instead of running on the loop.
 _INLINE_COPY_BYTES = 1 << 20
@@ -174,15 +174,25 @@ class CpuBackend(BackendCore[np.ndarray]):
             return np.zeros(count, dtype=dtype)
         return await self._copy(data.reshape(-1))
 
+    async def _store_group(self, datas: list[np.ndarray]) -> list[np.ndarray]:
+        layout = slab_layout([d.nbytes for d in datas])
+        slab = np.empty(layout[-1], dtype=np.uint8)
+        views = []
+        for data, start in zip(datas, layout, strict=False):
+            view = slab[start : start + data.nbytes].view(data.dtype)
+            await self._copy_into(view, data.reshape(-1))
+            views.append(view)
+        return views
+
+    async def _copy_into(self, target: np.ndarray, source: np.ndarray) -> None:
+        if source.nbytes > _INLINE_COPY_BYTES:
+            await anyio.to_thread.run_sync(np.copyto, target, source, limiter=self._limiter)
+        else:
+            np.copyto(target, source)
+
     async def _write(self, storage: np.ndarray, byte_offset: int, data: np.ndarray) -> None:
         start = byte_offset // storage.dtype.itemsize
-        target = storage[start : start + data.size]
-        if data.nbytes > _INLINE_COPY_BYTES:
-            await anyio.to_thread.run_sync(
-                np.copyto, target, data.reshape(-1), limiter=self._limiter
-            )
-        else:
-            np.copyto(target, data.reshape(-1))
+        await self._copy_into(storage[start : start + data.size], data.reshape(-1))
 
     async def _read(self, plans: list[ReadPlan]) -> list[np.ndarray]:
         return [

@@ -36,7 +36,7 @@ from ._config import DispatchConfig
 from ._core import BackendCore, Enqueued, ReadPlan, _quietly
 from ._cuda_launch import KernelCache, LoadedKernel
 from ._cuda_staging import COPY_PAD, StagingPlan, fill_inputs, plan_staging, take_outputs
-from ._resident import ResidentBuffer
+from ._resident import ResidentBuffer, slab_layout
 
 #: Streams dispatches are spread over, round robin.
 STREAMS = 4
@@ -48,6 +48,16 @@ _INLINE_COPY_BYTES = 1 << 20
 
 def _padded(nbytes: int) -> int:
     return -(-nbytes // COPY_PAD) * COPY_PAD
+
+
+class _Slab:
+    """One device block shared by the members of an ``upload_group``."""
+
+    __slots__ = ("block", "members")
+
+    def __init__(self, block: DeviceAllocation, members: int) -> None:
+        self.block = block
+        self.members = members
 
 
 class _StagedOutputs:
@@ -115,6 +125,7 @@ class CudaBackend(BackendCore[DeviceAllocation]):
         self._recorded: dict[int, Any] = {}  # id(completion) -> its recorded event
         self._uncollected: set[_StagedOutputs] = set()
         self._plans: dict[tuple[Any, ...], StagingPlan] = {}
+        self._slab_of: dict[int, _Slab] = {}  # id(member view) -> its slab
         self._next_stream = itertools.count()
         self._baseline = (0, 0)
 
@@ -580,12 +591,11 @@ class CudaBackend(BackendCore[DeviceAllocation]):
 
     async def _to_pinned(self, data: np.ndarray) -> PinnedBuffer:
         pinned = self._pinned.acquire(max(_padded(data.nbytes), COPY_PAD))
-        target = pinned.array[: data.nbytes]
-        source = data.reshape(-1).view(np.uint8)
-        if data.nbytes > _INLINE_COPY_BYTES:
-            await anyio.to_thread.run_sync(np.copyto, target, source, limiter=self._limiter)
-        else:
-            np.copyto(target, source)
+        try:
+            await self._copy_into(pinned.array[: data.nbytes], data)
+        except BaseException:
+            self._pinned.release(pinned)
+            raise
         return pinned
 
     async def _store(
@@ -593,24 +603,67 @@ class CudaBackend(BackendCore[DeviceAllocation]):
     ) -> DeviceAllocation:
         nbytes = count * dtype.itemsize
         block = self._memory.acquire(max(_padded(nbytes), COPY_PAD))
+        if data is not None:
+            await self._fill(block, [data], [0, nbytes])
+            return block
         device = self._cuda()
-        driver = device.driver
-        pinned = await self._to_pinned(data) if data is not None and nbytes else None
+
+        def clear(stream: Any) -> None:
+            if nbytes:
+                device.call(device.driver.cuMemsetD8Async, block.ptr, 0, _padded(nbytes), stream)
+
+        await self._stream_op(clear, lambda: None, on_abandon=lambda: self._release(block))
+        return block
+
+    async def _store_group(self, datas: list[np.ndarray]) -> list[DeviceAllocation]:
+        layout = slab_layout([d.nbytes for d in datas])
+        block = self._memory.acquire(layout[-1])
+        await self._fill(block, datas, layout)
+        views = [
+            DeviceAllocation(ptr=block.ptr + start, nbytes=d.nbytes, capacity=d.nbytes)
+            for d, start in zip(datas, layout, strict=False)
+        ]
+        slab = _Slab(block, len(views))
+        for view in views:
+            self._slab_of[id(view)] = slab
+        return views
+
+    async def _fill(
+        self, block: DeviceAllocation, datas: list[np.ndarray], layout: list[int]
+    ) -> None:
+        """Stage ``datas`` at ``layout`` offsets in pinned memory, then one copy into ``block``.
+
+        On failure or cancellation ``block`` goes back to the pool, once no copy uses it.
+        """
+        total = _padded(layout[-1])
+        try:
+            pinned = self._pinned.acquire(max(total, COPY_PAD))
+        except BaseException:
+            self._release(block)
+            raise
+        try:
+            for data, start in zip(datas, layout, strict=False):
+                await self._copy_into(pinned.array[start : start + data.nbytes], data)
+        except BaseException:
+            self._pinned.release(pinned)
+            self._release(block)
+            raise
+        device = self._cuda()
 
         def enqueue(stream: Any) -> None:
-            if pinned is not None:
-                device.call(
-                    driver.cuMemcpyHtoDAsync, block.ptr, pinned.ptr, _padded(nbytes), stream
-                )
-            elif nbytes:
-                device.call(driver.cuMemsetD8Async, block.ptr, 0, _padded(nbytes), stream)
+            if layout[-1]:
+                device.call(device.driver.cuMemcpyHtoDAsync, block.ptr, pinned.ptr, total, stream)
 
-        def done() -> None:
-            if pinned is not None:
-                self._pinned.release(pinned)
+        await self._stream_op(
+            enqueue, lambda: self._pinned.release(pinned), on_abandon=lambda: self._release(block)
+        )
 
-        await self._stream_op(enqueue, done, on_abandon=lambda: self._release(block))
-        return block
+    async def _copy_into(self, target: np.ndarray, data: np.ndarray) -> None:
+        source = data.reshape(-1).view(np.uint8)
+        if data.nbytes > _INLINE_COPY_BYTES:
+            await anyio.to_thread.run_sync(np.copyto, target, source, limiter=self._limiter)
+        else:
+            np.copyto(target, source)
 
     async def _write(self, storage: DeviceAllocation, byte_offset: int, data: np.ndarray) -> None:
         if not data.nbytes:
@@ -656,8 +709,15 @@ class CudaBackend(BackendCore[DeviceAllocation]):
         return arrays
 
     def _release(self, storage: DeviceAllocation) -> None:
-        if self._device is not None and not self._device.lost:
+        if self._device is None or self._device.lost:
+            return
+        slab = self._slab_of.pop(id(storage), None)
+        if slab is None:
             self._memory.release(storage)
+            return
+        slab.members -= 1
+        if slab.members == 0:
+            self._memory.release(slab.block)
 
     # ----------------------------------------------------------------- telemetry
     def _gauges(self) -> dict[str, int]:

@@ -87,6 +87,10 @@ class Backend(Protocol):
         """Copy an array to the device, keeping dtype and shape."""
         ...
 
+    async def upload_group(self, arrays: Sequence[np.ndarray]) -> tuple[ResidentBuffer, ...]:
+        """Copy several arrays in one allocation and one transfer; one handle each."""
+        ...
+
     async def alloc(self, nbytes: int, dtype: Any = np.uint8) -> ResidentBuffer:
         """Allocate a zero-filled resident buffer."""
         ...

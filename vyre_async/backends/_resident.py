@@ -22,6 +22,22 @@ S = TypeVar("S")
 
 _ids = itertools.count(1)
 
+#: Alignment of each member inside a slab (what a kernel's widest loads want).
+SLAB_ALIGN = 256
+
+
+def slab_layout(sizes: list[int]) -> list[int]:
+    """Start offsets of members of the given byte sizes in one slab, plus the slab size.
+
+    Returns:
+        ``len(sizes) + 1`` offsets: each member's start, then the total (at least 16).
+    """
+    offsets = [0]
+    for size in sizes:
+        offsets.append(offsets[-1] + -(-size // SLAB_ALIGN) * SLAB_ALIGN)
+    offsets[-1] = max(offsets[-1], 16)
+    return offsets
+
 
 @dataclass(frozen=True, eq=False, slots=True)
 class ResidentBuffer:
