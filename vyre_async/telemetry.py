@@ -25,6 +25,8 @@ class TelemetrySnapshot(msgspec.Struct, frozen=True, forbid_unknown_fields=True)
         bytes_downloaded: Device-to-host bytes.
         sync_points: Times the host waited for the device (one per awaited dispatch,
             read, or sequence, however many launches it held).
+        resident_allocations: Allocations made for resident memory (``upload``,
+            ``alloc``, and one per ``upload_group``).
         resident_buffers_live: Resident buffers allocated and not yet freed.
         resident_bytes_live: Their bytes.
         wall_ns_total: Sum of dispatch wall times observed through ``timed()``/await.
@@ -45,6 +47,7 @@ class TelemetrySnapshot(msgspec.Struct, frozen=True, forbid_unknown_fields=True)
     bytes_uploaded: int = 0
     bytes_downloaded: int = 0
     sync_points: int = 0
+    resident_allocations: int = 0
     resident_buffers_live: int = 0
     resident_bytes_live: int = 0
     wall_ns_total: int = 0
@@ -71,6 +74,7 @@ class TelemetryCounters:
         "bytes_uploaded",
         "bytes_downloaded",
         "sync_points",
+        "resident_allocations",
         "wall_ns_total",
         "device_ns_total",
         "enqueue_ns_total",
@@ -85,6 +89,7 @@ class TelemetryCounters:
         self.bytes_uploaded = 0
         self.bytes_downloaded = 0
         self.sync_points = 0
+        self.resident_allocations = 0
         self.resident_buffers_live = 0
         self.resident_bytes_live = 0
         self.wall_ns_total = 0
@@ -114,6 +119,7 @@ _HELP = {
     "bytes_uploaded": ("counter", "Host-to-device bytes."),
     "bytes_downloaded": ("counter", "Device-to-host bytes."),
     "sync_points": ("counter", "Host waits on device work."),
+    "resident_allocations": ("counter", "Allocations made for resident memory."),
     "resident_buffers_live": ("gauge", "Resident buffers not yet freed."),
     "resident_bytes_live": ("gauge", "Bytes of resident buffers not yet freed."),
     "wall_ns_total": ("counter", "Dispatch wall time, nanoseconds."),

@@ -13,7 +13,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import TracebackType
-from typing import Any, Generic, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar
 
 import anyio
 import numpy as np
@@ -26,6 +26,10 @@ from ..telemetry import TelemetryCounters, TelemetrySnapshot
 from ._config import DispatchConfig
 from ._resident import ResidentBuffer, ResidentRegistry
 from ._sequence import ReadRange, SequenceStep, bind_step, resolve_range
+
+if TYPE_CHECKING:
+    from ..graphs import CsrGraph
+    from ..sessions import ResidentGraphSession
 
 S = TypeVar("S")
 Outputs = dict[str, np.ndarray]
@@ -258,7 +262,14 @@ class BackendCore(ABC, Generic[S]):
         waits = self._registry.reserve(uses, completion)
         with _failing(completion):
             collect, discard = self._enqueue_sequence(
-                task_group, bound_prefix, bound_repeated, repeat_count, plans, completion, waits
+                task_group,
+                bound_prefix,
+                bound_repeated,
+                repeat_count,
+                plans,
+                config,
+                completion,
+                waits,
             )
         launches = sum(not c.launch.empty for c in bound_prefix) + repeat_count * sum(
             not c.launch.empty for c in bound_repeated
@@ -313,6 +324,7 @@ class BackendCore(ABC, Generic[S]):
         data = np.ascontiguousarray(array)
         storage = await self._store(data.dtype, data.size, data)
         self._counters.bytes_uploaded += data.nbytes
+        self._counters.resident_allocations += 1
         return self._registry.add(storage, data.dtype, data.shape)
 
     async def upload_group(self, arrays: Sequence[np.ndarray]) -> tuple[ResidentBuffer, ...]:
@@ -329,6 +341,7 @@ class BackendCore(ABC, Generic[S]):
         datas = [np.ascontiguousarray(a) for a in arrays]
         storages = await self._store_group(datas)
         self._counters.bytes_uploaded += sum(d.nbytes for d in datas)
+        self._counters.resident_allocations += 1
         return tuple(
             self._registry.add(storage, d.dtype, d.shape)
             for storage, d in zip(storages, datas, strict=True)
@@ -346,6 +359,7 @@ class BackendCore(ABC, Generic[S]):
                 fix=f"ask for a multiple of {dt.itemsize} bytes.",
             )
         storage = await self._store(dt, nbytes // dt.itemsize, None)
+        self._counters.resident_allocations += 1
         return self._registry.add(storage, dt, (nbytes // dt.itemsize,))
 
     async def write(self, buffer: ResidentBuffer, data: np.ndarray, offset: int = 0) -> None:
@@ -395,6 +409,17 @@ class BackendCore(ABC, Generic[S]):
         self._counters.sync_points += 1
         return arrays
 
+    async def settle(self, buffers: Sequence[ResidentBuffer]) -> None:
+        """Wait until no unfinished dispatch or sequence uses ``buffers``.
+
+        For cleanup after a cancelled await: the work it started keeps running, and
+        its buffers can be freed once this returns.
+        """
+        self._check_open()
+        for buffer in buffers:
+            for user in self._registry.users(buffer):
+                await _quietly(user)
+
     async def free(self, buffer: ResidentBuffer) -> None:
         """Release a resident buffer; refused while an unfinished dispatch uses it."""
         self._check_open()
@@ -409,6 +434,19 @@ class BackendCore(ABC, Generic[S]):
             offset, count = resolve_range(r.buffer, r.offset, r.count)
             plans.append((storage, r.buffer, offset, count))
         return plans
+
+    # ----------------------------------------------------------------- sessions
+    def resident_graph(self, graph: CsrGraph) -> ResidentGraphSession:
+        """A session keeping ``graph`` on this backend; use it with ``async with``.
+
+        The graph is uploaded once on entry (one allocation) and freed on exit, also
+        on error or cancellation.
+        """
+        # The one upward import: DESIGN's API puts the factory on the backend, while
+        # sessions sit above backends and build only on the Backend protocol.
+        from ..sessions import ResidentGraphSession
+
+        return ResidentGraphSession(self, graph)
 
     # ----------------------------------------------------------------- telemetry
     def telemetry(self) -> TelemetrySnapshot:
@@ -455,6 +493,7 @@ class BackendCore(ABC, Generic[S]):
         repeated: list[BoundCall[ResidentBuffer]],
         repeat_count: int,
         reads: list[ReadPlan],
+        config: DispatchConfig,
         completion: Completion,
         waits: list[Completion],
     ) -> Enqueued:

@@ -101,6 +101,7 @@ class CpuBackend(BackendCore[np.ndarray]):
         repeated: list[BoundCall[ResidentBuffer]],
         repeat_count: int,
         reads: list[ReadPlan],
+        config: DispatchConfig,
         completion: Completion,
         waits: list[Completion],
     ) -> Enqueued:

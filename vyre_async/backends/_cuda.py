@@ -339,6 +339,7 @@ class CudaBackend(BackendCore[DeviceAllocation]):
             loaded.check_launch(call.launch, device.info)
             driver = device.driver
             key, stream = self._stream()
+            timing = None
             try:
                 self._wait_for(stream, waits)
                 offset, nbytes = plan.upload
@@ -371,6 +372,8 @@ class CudaBackend(BackendCore[DeviceAllocation]):
                 self._finish_on(key, stream, completion, release_block, timing)
             except BaseException:
                 self._sync_after_failure(stream)
+                if timing is not None:
+                    self._events.release_timing_pair(timing)
                 raise
 
         self._start(task_group, [call.kernel], enqueue, completion, waits, release_all)
@@ -483,6 +486,7 @@ class CudaBackend(BackendCore[DeviceAllocation]):
         repeated: list[BoundCall[ResidentBuffer]],
         repeat_count: int,
         reads: list[ReadPlan],
+        config: DispatchConfig,
         completion: Completion,
         waits: list[Completion],
     ) -> Enqueued:
@@ -515,8 +519,11 @@ class CudaBackend(BackendCore[DeviceAllocation]):
             driver = device.driver
             loaded = {id(k): self._loaded(k) for k in kernels}
             key, stream = self._stream()
+            timing = self._events.acquire_timing_pair() if config.timing else None
             try:
                 self._wait_for(stream, waits)
+                if timing is not None:
+                    device.call(driver.cuEventRecord, timing[0], stream)
                 for _, steps, times in ((0, prefix_steps, 1), (1, repeated_steps, repeat_count)):
                     for _ in range(times):
                         for c, ptrs, clears in steps:
@@ -526,6 +533,8 @@ class CudaBackend(BackendCore[DeviceAllocation]):
                             lk = loaded[id(c.kernel)]
                             lk.check_launch(c.launch, device.info)
                             lk.launch(c, ptrs, stream, 1)
+                if timing is not None:
+                    device.call(driver.cuEventRecord, timing[1], stream)
                 for (storage, buffer, offset, count), at in zip(reads, offsets, strict=True):
                     nbytes = count * buffer.dtype.itemsize
                     if nbytes and pinned is not None:
@@ -536,9 +545,11 @@ class CudaBackend(BackendCore[DeviceAllocation]):
                             nbytes,
                             stream,
                         )
-                self._finish_on(key, stream, completion, lambda: None)
+                self._finish_on(key, stream, completion, lambda: None, timing)
             except BaseException:
                 self._sync_after_failure(stream)
+                if timing is not None:
+                    self._events.release_timing_pair(timing)
                 raise
 
         release_pinned = self._once(self._pinned.release, pinned)

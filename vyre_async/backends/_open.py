@@ -17,16 +17,20 @@ BackendKind = Literal["auto", "cuda", "cpu"]
 _log = get_logger("vyre_async.backends")
 
 
-def _make_cuda(device: int) -> BackendCore[Any]:
+def _make_cuda(device: int, max_device_bytes: int | None) -> BackendCore[Any]:
     from ._cuda import CudaBackend  # imported late: only CUDA users pay for the driver
 
-    backend: BackendCore[Any] = CudaBackend(device=device)
+    backend: BackendCore[Any] = CudaBackend(device=device, max_device_bytes=max_device_bytes)
     return backend
 
 
 @asynccontextmanager
 async def open_backend(
-    kind: BackendKind = "auto", *, device: int = 0, cpu_workers: int | None = None
+    kind: BackendKind = "auto",
+    *,
+    device: int = 0,
+    cpu_workers: int | None = None,
+    max_device_bytes: int | None = None,
 ) -> AsyncIterator[Backend]:
     """Open a backend for the duration of an ``async with`` block.
 
@@ -35,6 +39,8 @@ async def open_backend(
             the device answers, else the CPU backend (the reason is logged).
         device: CUDA device ordinal.
         cpu_workers: Worker threads of the CPU backend.
+        max_device_bytes: Cap on device memory the CUDA backend hands out (``None``:
+            whatever the device has); beyond it allocations raise OutOfMemoryError.
 
     Yields:
         The open backend; it is closed (unfinished work awaited, memory freed) when
@@ -54,10 +60,10 @@ async def open_backend(
     if kind == "cpu":
         backend = CpuBackend(workers=cpu_workers)
     elif kind == "cuda":
-        backend = _make_cuda(device)
+        backend = _make_cuda(device, max_device_bytes)
     else:
         try:
-            backend = _make_cuda(device)
+            backend = _make_cuda(device, max_device_bytes)
             await backend.__aenter__()
         except UnsupportedFeatureError as exc:
             _log.info("falling back to the cpu backend", reason=exc.what)

@@ -7,7 +7,7 @@ alone, so it runs unchanged on either backend.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
@@ -18,6 +18,10 @@ from ._config import DispatchConfig
 from ._core import BackendState
 from ._resident import ResidentBuffer
 from ._sequence import ReadRange, SequenceStep
+
+if TYPE_CHECKING:
+    from ..graphs import CsrGraph
+    from ..sessions import ResidentGraphSession
 
 
 class Backend(Protocol):
@@ -109,8 +113,16 @@ class Backend(Protocol):
         """Copy several ranges back behind one fence."""
         ...
 
+    async def settle(self, buffers: Sequence[ResidentBuffer]) -> None:
+        """Wait until no unfinished work uses the buffers."""
+        ...
+
     async def free(self, buffer: ResidentBuffer) -> None:
         """Release a resident buffer."""
+        ...
+
+    def resident_graph(self, graph: CsrGraph) -> ResidentGraphSession:
+        """A session keeping ``graph`` resident; use it with ``async with``."""
         ...
 
     def telemetry(self) -> TelemetrySnapshot:

@@ -163,6 +163,14 @@ class ResidentRegistry(Generic[S]):
         completion.add_done_callback(release)
         return list(waits.values())
 
+    def users(self, buffer: ResidentBuffer) -> list[Completion]:
+        """Every unfinished piece of work that reads or writes ``buffer``."""
+        record = self._record(buffer)
+        users = [c for c in record.reads if not c.done]
+        if record.last_write is not None and not record.last_write.done:
+            users.append(record.last_write)
+        return users
+
     def last_write(self, buffer: ResidentBuffer) -> Completion | None:
         """The unfinished last writer of ``buffer``, which a host read must wait for."""
         write = self._record(buffer).last_write

@@ -1,0 +1,127 @@
+"""Resident-graph sessions on the CPU backend, against SciPy and a float64 power iteration."""
+
+from __future__ import annotations
+
+import anyio
+import numpy as np
+import pytest
+from graph_references import GRAPH_SHAPES, pagerank_float64, scipy_levels
+
+import vyre_async as va
+from vyre_async.graphs import CsrGraph
+from vyre_async.testing import assert_no_resident_leaks
+
+
+def _sources(rng: np.random.Generator, graph: CsrGraph, count: int = 3) -> list[int]:
+    return [int(s) for s in rng.integers(0, graph.num_vertices, count)]
+
+
+@pytest.mark.parametrize("shape", sorted(GRAPH_SHAPES))
+async def test_bfs_levels_equal_scipy(rng: np.random.Generator, shape: str) -> None:
+    """session.bfs equals SciPy's unweighted shortest paths on every graph shape."""
+    graph = GRAPH_SHAPES[shape](rng)
+    async with va.open_backend("cpu") as backend, backend.resident_graph(graph) as session:
+        for source in _sources(rng, graph):
+            levels = await session.bfs(source)
+            assert levels.dtype == np.int32
+            np.testing.assert_array_equal(levels, scipy_levels(graph, source))
+
+
+@pytest.mark.parametrize("shape", ["random_directed", "star_skewed", "long_path", "rmat_skewed"])
+async def test_khop_and_reach_count_equal_scipy(rng: np.random.Generator, shape: str) -> None:
+    """khop(k) is every vertex at distance <= k; reach_count counts reachable vertices."""
+    graph = GRAPH_SHAPES[shape](rng)
+    async with va.open_backend("cpu") as backend, backend.resident_graph(graph) as session:
+        for source in _sources(rng, graph):
+            dist = scipy_levels(graph, source)
+            k = int(rng.integers(0, 6))
+            np.testing.assert_array_equal(
+                await session.khop(source, k), np.flatnonzero((dist >= 0) & (dist <= k))
+            )
+            assert await session.reach_count(source) == int((dist >= 0).sum())
+
+
+@pytest.mark.parametrize("shape", ["random_directed", "self_loops_directed", "rmat_skewed"])
+async def test_pagerank_equals_float64_power_iteration(
+    rng: np.random.Generator, shape: str
+) -> None:
+    """Float32 PageRank is within 1e-5 (relative to the largest rank) of float64."""
+    graph = GRAPH_SHAPES[shape](rng)
+    damping = float(rng.uniform(0.6, 0.9))
+    async with va.open_backend("cpu") as backend, backend.resident_graph(graph) as session:
+        ranks = await session.pagerank(damping=damping, tol=1e-7, max_iter=500)
+    want = pagerank_float64(graph, damping)
+    assert ranks.dtype == np.float32
+    assert np.max(np.abs(ranks - want)) <= 1e-5 * np.max(want)
+
+
+async def test_runs_reuse_the_upload_and_sync_less_than_once_per_level(
+    rng: np.random.Generator,
+) -> None:
+    """Many runs: one upload, one allocation, reused scratch, fewer syncs than levels."""
+    graph = GRAPH_SHAPES["long_path"](rng)
+    async with va.open_backend("cpu") as backend:
+        async with backend.resident_graph(graph) as session:
+            for _ in range(5):
+                await session.bfs(0)
+            await session.reach_count(0)
+            stats = session.stats()
+        assert_no_resident_leaks(backend.telemetry())
+    assert stats.graph_allocations == 1
+    assert stats.graph_bytes_uploaded >= graph.indices.nbytes
+    assert (stats.runs, stats.uploads_avoided) == (6, 6)
+    assert stats.allocations_avoided == 5
+    assert stats.bytes_uploaded_by_runs == 0
+    assert stats.levels == 6 * 300
+    assert stats.host_syncs_per_level < 0.1
+    assert stats.host_syncs_per_run < 12
+
+
+async def test_concurrent_queries_each_get_their_own_levels(rng: np.random.Generator) -> None:
+    """Many tasks running bfs at once on one session each get their own correct result."""
+    graph = GRAPH_SHAPES["rmat_skewed"](rng)
+    sources = _sources(rng, graph, 24)
+    results: dict[int, np.ndarray] = {}
+    async with va.open_backend("cpu") as backend, backend.resident_graph(graph) as session:
+
+        async def query(i: int) -> None:
+            results[i] = await session.bfs(sources[i])
+
+        async with anyio.create_task_group() as tg:
+            for i in range(len(sources)):
+                tg.start_soon(query, i)
+    for i, source in enumerate(sources):
+        np.testing.assert_array_equal(results[i], scipy_levels(graph, source))
+
+
+async def test_bad_sources_and_closed_sessions_are_refused(rng: np.random.Generator) -> None:
+    """Out-of-range sources raise ValidationError; a closed session raises LifecycleError."""
+    graph = GRAPH_SHAPES["random_symmetric"](rng)
+    async with va.open_backend("cpu") as backend:
+        async with backend.resident_graph(graph) as session:
+            for bad in (-1, graph.num_vertices):
+                with pytest.raises(va.ValidationError, match=rf"{bad} is out of range.*Fix:"):
+                    await session.bfs(bad)
+            with pytest.raises(va.ValidationError, match="Fix:"):
+                await session.khop(0, -2)
+            with pytest.raises(va.ValidationError, match="Fix:"):
+                await session.pagerank(damping=1.5)
+        with pytest.raises(va.LifecycleError, match=r"closed.*Fix:"):
+            await session.bfs(0)
+        with pytest.raises(va.LifecycleError, match="cannot be opened again"):
+            async with session:
+                pass
+        assert_no_resident_leaks(backend.telemetry())
+
+
+async def test_cancelled_query_leaves_session_usable_and_frees_on_exit(
+    rng: np.random.Generator,
+) -> None:
+    """Cancelling a running bfs leaves the session usable; exit frees everything."""
+    graph = GRAPH_SHAPES["long_path"](rng)
+    async with va.open_backend("cpu") as backend:
+        async with backend.resident_graph(graph) as session:
+            with anyio.move_on_after(0.001):
+                await session.bfs(0)
+            np.testing.assert_array_equal(await session.bfs(5), scipy_levels(graph, 5))
+        assert_no_resident_leaks(backend.telemetry())

@@ -1,0 +1,401 @@
+"""Resident-graph sessions: upload a graph once, run many analyses over it.
+
+The graph's CSR arrays (and, for a directed graph, its transpose, which bottom-up
+BFS and pull PageRank read) go to the device in one ``upload_group``: one
+allocation, one transfer. Each analysis then runs as resident repeated sequences:
+a few levels (or iterations) per submission, with only the small state word block
+read back between submissions, so the host waits once per several levels and reads
+the full result only once, and only what the caller asked for.
+
+Scratch buffers (levels, ranks, state) are kept per session and reused by the next
+run, so steady-state runs allocate nothing.
+"""
+
+from __future__ import annotations
+
+import enum
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from types import TracebackType
+from typing import Self
+
+import anyio
+import numpy as np
+
+from ..backends import (
+    Backend,
+    BackendState,
+    DispatchConfig,
+    ReadRange,
+    ResidentBuffer,
+    SequenceStep,
+)
+from ..errors import LifecycleError, OutOfMemoryError, ValidationError
+from ..graphs import CsrGraph
+from ..kernels import _bfs, _pagerank
+from ._stats import RunCounters, SessionStats
+
+#: Levels (or PageRank iteration pairs) per submission at first; doubles up to the cap.
+#: A level that finds the traversal done costs three empty launches on the device and
+#: nothing on the host, so the first batch covers a typical small-world graph's depth.
+FIRST_BATCH = 16
+MAX_BATCH = 256
+_TIMED = DispatchConfig(timing=True)
+_UNLIMITED = _bfs.BFS_UNLIMITED
+
+
+class _Run:
+    """One traversal's scratch buffers and how many levels it ran."""
+
+    __slots__ = ("device_ns", "levels", "levels_run", "state")
+
+    def __init__(self, levels: ResidentBuffer, state: ResidentBuffer) -> None:
+        self.levels = levels
+        self.state = state
+        self.levels_run = 0
+        self.device_ns = 0
+
+
+class SessionState(enum.Enum):
+    """Lifecycle of a session."""
+
+    UNOPENED = "unopened"
+    OPEN = "open"
+    CLOSED = "closed"
+
+
+class ResidentGraphSession:
+    """A graph resident on one backend, analysed again and again without re-uploading.
+
+    Made by :meth:`Backend.resident_graph` (an async context manager); every method
+    raises :class:`LifecycleError` outside it.
+
+    Args:
+        backend: An open backend.
+        graph: The graph; it is not copied on the host, only uploaded.
+    """
+
+    def __init__(self, backend: Backend, graph: CsrGraph) -> None:
+        if not isinstance(graph, CsrGraph):
+            raise TypeError(f"resident_graph takes a CsrGraph, got {type(graph).__name__}")
+        self._backend = backend
+        self._graph = graph
+        self._state = SessionState.UNOPENED
+        self._buffers: dict[str, ResidentBuffer] = {}
+        self._free_bfs: list[tuple[ResidentBuffer, ResidentBuffer]] = []
+        self._free_pr: list[tuple[ResidentBuffer, ResidentBuffer, ResidentBuffer]] = []
+        self._scratch: list[ResidentBuffer] = []
+        self._counters = RunCounters()
+        self._graph_bytes = 0
+        self._graph_allocations = 0
+
+    # ----------------------------------------------------------------- lifecycle
+    @property
+    def graph(self) -> CsrGraph:
+        """The graph this session holds."""
+        return self._graph
+
+    @property
+    def state(self) -> SessionState:
+        """Unopened, open or closed."""
+        return self._state
+
+    async def __aenter__(self) -> Self:
+        if self._state is not SessionState.UNOPENED:
+            raise LifecycleError(
+                f"this resident-graph session is {self._state.value} and cannot be opened again",
+                fix="open a new one with backend.resident_graph(graph).",
+            )
+        self._state = SessionState.OPEN
+        try:
+            await self._upload()
+        except BaseException:
+            await self.aclose()
+            raise
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Free the graph and every scratch buffer. Idempotent; runs even when cancelled."""
+        if self._state is SessionState.CLOSED:
+            return
+        self._state = SessionState.CLOSED
+        buffers = list({b.id: b for b in (*self._buffers.values(), *self._scratch)}.values())
+        self._buffers.clear()
+        self._scratch.clear()
+        self._free_bfs.clear()
+        self._free_pr.clear()
+        if self._backend.state is not BackendState.OPEN:
+            return  # the backend freed everything when it closed
+        with anyio.CancelScope(shield=True):
+            # A cancelled query's sequence may still be running on these buffers.
+            await self._backend.settle(buffers)
+            for buffer in buffers:
+                await self._backend.free(buffer)
+
+    def _check_open(self) -> None:
+        if self._state is not SessionState.OPEN:
+            raise LifecycleError(
+                f"this resident-graph session is {self._state.value}",
+                fix="use it inside `async with backend.resident_graph(graph) as session:`.",
+            )
+
+    async def _upload(self) -> None:
+        graph = self._graph
+        arrays: dict[str, np.ndarray] = {
+            "offsets": graph.offsets.astype(np.int64, copy=False),
+            "indices": graph.indices,
+            "out_degree": graph.out_degree(),
+        }
+        if not graph.symmetric:
+            transpose = graph.transpose()
+            arrays["in_offsets"] = transpose.offsets.astype(np.int64, copy=False)
+            arrays["in_indices"] = transpose.indices
+        needed = sum(a.nbytes for a in arrays.values())
+        before = self._backend.telemetry()
+        try:
+            buffers = await self._backend.upload_group(list(arrays.values()))
+        except OutOfMemoryError as exc:
+            raise OutOfMemoryError(
+                f"the graph ({graph.num_vertices} vertices, {graph.num_edges} edges) needs "
+                f"{needed} bytes on {self._backend.device_name}, which could not be "
+                f"allocated ({exc.what})",
+                fix="use a smaller graph or a device with more memory, or free other "
+                "resident buffers first.",
+            ) from exc
+        after = self._backend.telemetry()
+        self._buffers = dict(zip(arrays, buffers, strict=True))
+        if graph.symmetric:
+            self._buffers["in_offsets"] = self._buffers["offsets"]
+            self._buffers["in_indices"] = self._buffers["indices"]
+        self._graph_bytes = after.bytes_uploaded - before.bytes_uploaded
+        self._graph_allocations = after.resident_allocations - before.resident_allocations
+
+    # ----------------------------------------------------------------- analyses
+    async def bfs(self, source: int) -> np.ndarray:
+        """BFS levels from ``source``: int32, 0 at the source, -1 where unreachable.
+
+        Direction-optimizing: levels switch to bottom-up when the frontier is large.
+        """
+        async with self._bfs_run(source) as run:
+            await self._traverse(run, source, _UNLIMITED)
+            return await self._backend.read(run.levels)
+
+    async def khop(self, source: int, k: int) -> np.ndarray:
+        """Vertices within ``k`` hops of ``source`` (the source included), sorted int32."""
+        if isinstance(k, bool) or not isinstance(k, int) or k < 0:
+            raise ValidationError(f"k must be a non-negative int, got {k!r}", fix="pass k >= 0.")
+        async with self._bfs_run(source) as run:
+            await self._traverse(run, source, k)
+            result = await self._backend.read(run.levels)
+        return np.flatnonzero(result >= 0).astype(np.int32)
+
+    async def reach_count(self, source: int) -> int:
+        """How many vertices ``source`` reaches (itself included); reads back 32 bytes."""
+        async with self._bfs_run(source) as run:
+            words = await self._traverse(run, source, _UNLIMITED)
+        return int(words[_bfs.STATE_REACHED])
+
+    async def pagerank(
+        self, damping: float = 0.85, tol: float = 1e-6, max_iter: int = 100
+    ) -> np.ndarray:
+        """PageRank by pull iteration in float32; dangling mass spread uniformly.
+
+        Args:
+            damping: Probability of following an edge, in (0, 1).
+            tol: Stop once the L1 change of one iteration is below ``tol``.
+            max_iter: Stop after this many iterations at the latest.
+
+        Returns:
+            float32 ranks summing to 1.
+        """
+        self._check_open()
+        if not 0.0 < damping < 1.0:
+            raise ValidationError(
+                f"damping must be in (0, 1), got {damping}", fix="pass e.g. damping=0.85."
+            )
+        if not tol > 0:
+            raise ValidationError(f"tol must be positive, got {tol}", fix="pass e.g. tol=1e-6.")
+        if isinstance(max_iter, bool) or not isinstance(max_iter, int) or max_iter < 1:
+            raise ValidationError(
+                f"max_iter must be a positive int, got {max_iter!r}", fix="pass max_iter >= 1."
+            )
+        before = self._backend.telemetry()
+        started = time.perf_counter_ns()
+        rank_a, rank_b, pr_state = await self._take_pr_scratch()
+        run = _Run(rank_a, pr_state)
+        try:
+            b = self._buffers
+            graph_in = {
+                "in_offsets": b["in_offsets"],
+                "in_indices": b["in_indices"],
+                "out_degree": b["out_degree"],
+            }
+
+            def half(src: ResidentBuffer, dst: ResidentBuffer) -> list[SequenceStep]:
+                return [
+                    SequenceStep(
+                        _pagerank.pr_dangling,
+                        {"rank": src, "out_degree": b["out_degree"], "pr_state": pr_state},
+                    ),
+                    SequenceStep(
+                        _pagerank.pr_pull,
+                        {**graph_in, "rank_in": src, "rank_out": dst, "pr_state": pr_state},
+                        {"damping": damping},
+                    ),
+                    SequenceStep(_pagerank.pr_check, {"pr_state": pr_state}),
+                ]
+
+            prefix = [
+                SequenceStep(
+                    _pagerank.pr_init,
+                    {"rank": rank_a, "pr_state": pr_state},
+                    {"tol": tol, "max_iter": max_iter},
+                )
+            ]
+            body = half(rank_a, rank_b) + half(rank_b, rank_a)
+            words = await self._until_done(prefix, body, pr_state, _pagerank.STATE_DONE, run)
+            iterations = int(words[_pagerank.STATE_ITERATIONS])
+            ranks = await self._backend.read(rank_b if iterations % 2 else rank_a)
+        finally:
+            self._free_pr.append((rank_a, rank_b, pr_state))
+        self._counters.add_run(
+            before,
+            self._backend.telemetry(),
+            iterations,
+            time.perf_counter_ns() - started,
+            run.device_ns,
+        )
+        return ranks
+
+    def stats(self) -> SessionStats:
+        """What this session uploaded once and what its runs avoided, from telemetry."""
+        return self._counters.stats(self._graph_bytes, self._graph_allocations)
+
+    # ----------------------------------------------------------------- machinery
+    def _check_source(self, source: int) -> None:
+        self._check_open()
+        count = self._graph.num_vertices
+        if isinstance(source, bool) or not isinstance(source, int | np.integer):
+            raise TypeError(f"source must be an int vertex id, got {type(source).__name__}")
+        if not 0 <= int(source) < count:
+            raise ValidationError(
+                f"source vertex {source} is out of range for a graph of {count} vertices",
+                fix=f"pass a vertex id in [0, {count - 1}]."
+                if count
+                else "the graph has no vertices.",
+            )
+
+    @asynccontextmanager
+    async def _bfs_run(self, source: int) -> AsyncIterator[_Run]:
+        """Scratch for one traversal (reused when a previous run left one), and its stats."""
+        self._check_source(source)
+        before = self._backend.telemetry()
+        started = time.perf_counter_ns()
+        if self._free_bfs:
+            levels, state = self._free_bfs.pop()
+            self._counters.scratch_reused += 1
+        else:
+            levels = await self._backend.alloc(4 * self._graph.num_vertices, np.int32)
+            state = await self._backend.alloc(4 * _bfs.STATE_WORDS, np.int32)
+            self._scratch += [levels, state]
+        run = _Run(levels, state)
+        try:
+            yield run
+        finally:
+            if self._state is SessionState.OPEN:
+                self._free_bfs.append((levels, state))
+        self._counters.add_run(
+            before,
+            self._backend.telemetry(),
+            run.levels_run,
+            time.perf_counter_ns() - started,
+            run.device_ns,
+        )
+
+    async def _take_pr_scratch(self) -> tuple[ResidentBuffer, ResidentBuffer, ResidentBuffer]:
+        if self._free_pr:
+            self._counters.scratch_reused += 1
+            return self._free_pr.pop()
+        nbytes = 4 * self._graph.num_vertices
+        rank_a = await self._backend.alloc(nbytes, np.float32)
+        rank_b = await self._backend.alloc(nbytes, np.float32)
+        state = await self._backend.alloc(4 * _pagerank.STATE_WORDS, np.float32)
+        self._scratch += [rank_a, rank_b, state]
+        return rank_a, rank_b, state
+
+    async def _traverse(self, run: _Run, source: int, max_level: int) -> np.ndarray:
+        b = self._buffers
+        levels, state = run.levels, run.state
+        bottom_up = 1
+        prefix = [
+            SequenceStep(
+                _bfs.bfs_init,
+                {"levels": levels, "state": state},
+                {"source": int(source), "max_level": max_level},
+            )
+        ]
+        body = [
+            SequenceStep(
+                _bfs.bfs_top_down,
+                {
+                    "offsets": b["offsets"],
+                    "indices": b["indices"],
+                    "levels": levels,
+                    "state": state,
+                },
+            ),
+            SequenceStep(
+                _bfs.bfs_bottom_up,
+                {
+                    "in_offsets": b["in_offsets"],
+                    "in_indices": b["in_indices"],
+                    "levels": levels,
+                    "state": state,
+                },
+            ),
+            SequenceStep(
+                _bfs.bfs_advance,
+                {"levels": levels, "state": state},
+                {"bottom_up": bottom_up},
+            ),
+        ]
+        words = await self._until_done(prefix, body, state, _bfs.STATE_DONE, run)
+        run.levels_run = int(words[_bfs.STATE_LEVELS_RUN])
+        return words
+
+    async def _until_done(
+        self,
+        prefix: list[SequenceStep],
+        body: list[SequenceStep],
+        state: ResidentBuffer,
+        done_index: int,
+        run: _Run,
+    ) -> np.ndarray:
+        """Submit repeated batches of ``body`` until the device sets the done word.
+
+        Only the state words come back between batches; batches double in length
+        (up to :data:`MAX_BATCH`), so a deep traversal costs few host waits. Device
+        time of every batch is measured with timing events and added to ``run``.
+        """
+        batch = FIRST_BATCH
+        while True:
+            self._check_open()
+            pending = self._backend.submit_repeated(
+                prefix, body, repeat_count=batch, reads=[ReadRange(state)], config=_TIMED
+            )
+            result = await pending.timed()
+            run.device_ns += result.timing.device_ns or 0
+            (words,) = result.outputs
+            if words[done_index]:
+                return words
+            prefix = []
+            batch = min(batch * 2, MAX_BATCH)
