@@ -120,7 +120,10 @@ def forget_loaded_state() -> None:
 
 def _program_log(nvrtc: ModuleType, prog: object) -> str:
     size = int(_checked(nvrtc, "nvrtcGetProgramLogSize", prog))
-    buffer = b" " * size
+    # A bytearray, never `b" " * size`: for size 1 that is CPython's shared b" "
+    # object, and NVRTC writing its terminating NUL into it corrupts every b" " in
+    # the process (seen as b" ".join(...) joining with NUL bytes).
+    buffer = bytearray(size)
     _checked(nvrtc, "nvrtcGetProgramLog", prog, buffer)
     return buffer.rstrip(b"\x00").decode(errors="replace").strip()
 
@@ -167,9 +170,9 @@ def build_cubin(
                 log=log,
             )
         size = int(_checked(nvrtc, "nvrtcGetCUBINSize", prog))
-        image = b" " * size
-        _checked(nvrtc, "nvrtcGetCUBIN", prog, image)
-        return image, log
+        image_buffer = bytearray(size)  # see _program_log: never write into a bytes object
+        _checked(nvrtc, "nvrtcGetCUBIN", prog, image_buffer)
+        return bytes(image_buffer), log
     finally:
         nvrtc.nvrtcDestroyProgram(prog)  # a failed destroy leaks a little host memory only
 
