@@ -1,0 +1,252 @@
+"""The :class:`CsrGraph`: a validated, immutable compressed-sparse-row graph."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, NoReturn
+
+import numpy as np
+import numpy.typing as npt
+
+from ..errors import ValidationError
+from ._build import (
+    check_edge_weights,
+    check_vertex_ids,
+    edges_to_csr,
+    resolve_num_vertices,
+    transpose_arrays,
+)
+from ._checks import (
+    INT32_MAX,
+    Indices,
+    Offsets,
+    Weights,
+    check_indices,
+    check_offsets,
+    check_weights,
+    find_asymmetric_edge,
+    frozen_vector,
+)
+
+if TYPE_CHECKING:
+    import scipy.sparse
+
+
+class CsrGraph:
+    """A directed graph in compressed sparse row form, validated and read-only.
+
+    Row ``u`` lists the out-neighbours of vertex ``u`` in
+    ``indices[offsets[u]:offsets[u + 1]]``, with the matching edge weights in the
+    same range of ``weights``. The arrays become read-only, C-contiguous views; the
+    graph does not copy contiguous inputs, so do not modify them afterwards.
+
+    Args:
+        offsets: int32 or int64, length V + 1, starting at 0, non-decreasing, ending
+            at E. int32 offsets require E < 2**31.
+        indices: int32 column indices, length E, each in ``[0, V)``.
+        weights: Optional float32 edge weights, length E.
+        symmetric: Declare that every edge ``(u, v)`` has a reverse ``(v, u)`` of equal
+            weight (an undirected graph); checked on construction.
+
+    Attributes:
+        offsets: The row offsets.
+        indices: The column indices.
+        weights: The edge weights, or ``None``.
+        symmetric: Whether the graph equals its transpose.
+
+    Raises:
+        ValidationError: An array has the wrong dtype or shape, or its numbers break
+            the CSR rules above; the message names the first bad position.
+    """
+
+    __slots__ = ("_transpose", "indices", "offsets", "symmetric", "weights")
+
+    offsets: Offsets
+    indices: Indices
+    weights: Weights | None
+    symmetric: bool
+    _transpose: CsrGraph | None
+
+    def __init__(
+        self,
+        offsets: npt.ArrayLike,
+        indices: npt.ArrayLike,
+        weights: npt.ArrayLike | None = None,
+        *,
+        symmetric: bool = False,
+    ) -> None:
+        self._setup(offsets, indices, weights, symmetric=symmetric, verify_symmetric=True)
+
+    @classmethod
+    def _trusted(
+        cls, offsets: Offsets, indices: Indices, weights: Weights | None, *, symmetric: bool
+    ) -> CsrGraph:
+        """Build from arrays whose symmetry is known by construction (no symmetry sort)."""
+        graph = cls.__new__(cls)
+        graph._setup(offsets, indices, weights, symmetric=symmetric, verify_symmetric=False)
+        return graph
+
+    def _setup(
+        self,
+        offsets: object,
+        indices: object,
+        weights: object | None,
+        *,
+        symmetric: bool,
+        verify_symmetric: bool,
+    ) -> None:
+        offs = frozen_vector("offsets", offsets, (np.int32, np.int64))
+        cols = frozen_vector("indices", indices, (np.int32,))
+        check_offsets(offs, cols.size)
+        check_indices(cols, offs)
+        vals = None if weights is None else frozen_vector("weights", weights, (np.float32,))
+        if vals is not None:
+            check_weights(vals, cols.size)
+        if symmetric and verify_symmetric:
+            bad = find_asymmetric_edge(offs, cols, vals)
+            if bad is not None:
+                u, v = bad
+                raise ValidationError(
+                    f"the graph is declared symmetric but edge {u} -> {v} has no reverse "
+                    f"edge {v} -> {u}{' of equal weight' if vals is not None else ''}",
+                    fix="add the reverse edges (CsrGraph.from_edges(..., symmetric=True) does) "
+                    "or pass symmetric=False.",
+                )
+        for name, value in (
+            ("offsets", offs),
+            ("indices", cols),
+            ("weights", vals),
+            ("symmetric", bool(symmetric)),
+            ("_transpose", None),
+        ):
+            object.__setattr__(self, name, value)
+
+    @classmethod
+    def from_edges(
+        cls,
+        src: npt.ArrayLike,
+        dst: npt.ArrayLike,
+        num_vertices: int | None = None,
+        *,
+        symmetric: bool = False,
+        dedupe: bool = True,
+        weights: npt.ArrayLike | None = None,
+    ) -> CsrGraph:
+        """Build a graph from parallel arrays of edge endpoints.
+
+        Rows come out sorted by destination. Self loops are kept.
+
+        Args:
+            src: Source vertex of each edge (any integer dtype).
+            dst: Destination vertex of each edge, same length as ``src``.
+            num_vertices: Vertex count; defaults to the largest id plus one (0 when
+                there are no edges).
+            symmetric: Also add every edge reversed, giving an undirected graph.
+            dedupe: Collapse repeated ``(src, dst)`` pairs to the first one (and its
+                weight); with ``symmetric``, pairs are compared undirected.
+            weights: Optional weight per edge, converted to float32.
+
+        Returns:
+            The graph; int32 offsets when the edge count is below 2**31, else int64.
+
+        Raises:
+            ValidationError: Ids that are not integers, negative, or not below
+                ``num_vertices``; mismatched lengths. The first offending position is named.
+        """
+        s = check_vertex_ids("src", src)
+        d = check_vertex_ids("dst", dst)
+        if s.size != d.size:
+            raise ValidationError(
+                f"src has {s.size} entries but dst has {d.size}",
+                fix="pass one destination per source: src and dst of equal length.",
+            )
+        count = resolve_num_vertices(s, d, num_vertices)
+        w = None if weights is None else check_edge_weights(weights, s.size)
+        # Every valid id is below 2**31 - 1, so int32 halves the memory of what follows.
+        s, d = s.astype(np.int32, copy=False), d.astype(np.int32, copy=False)
+        offsets, indices, w = edges_to_csr(
+            s, d, count, symmetric=symmetric, dedupe=dedupe, weights=w
+        )
+        return cls._trusted(offsets, indices, w, symmetric=symmetric)
+
+    @property
+    def num_vertices(self) -> int:
+        """The vertex count V."""
+        return int(self.offsets.size) - 1
+
+    @property
+    def num_edges(self) -> int:
+        """The edge count E (a symmetric graph counts both directions)."""
+        return int(self.indices.size)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes held by the offsets, indices and weights."""
+        extra = 0 if self.weights is None else self.weights.nbytes
+        return int(self.offsets.nbytes + self.indices.nbytes + extra)
+
+    def out_degree(self) -> npt.NDArray[np.int32]:
+        """Out-degree of each vertex, as int32.
+
+        Raises:
+            ValidationError: A degree does not fit int32 (only possible with int64 offsets).
+        """
+        degree = np.diff(self.offsets)
+        if degree.dtype != np.int32 and degree.size and int(degree.max()) > INT32_MAX:
+            v = int(np.argmax(degree))
+            raise ValidationError(
+                f"vertex {v} has out-degree {int(degree[v])}, beyond int32",
+                fix="use np.diff(graph.offsets) for int64 degrees.",
+            )
+        return degree.astype(np.int32)
+
+    def transpose(self) -> CsrGraph:
+        """The graph with every edge reversed (cached; a symmetric graph is its own).
+
+        Row ``v`` of the result lists the sources of ``v``'s in-edges in the order the
+        edges appear in this graph (stable), with their weights; offsets keep their dtype.
+        """
+        if self.symmetric:
+            return self
+        flipped = self._transpose
+        if flipped is None:
+            offsets, indices, weights = transpose_arrays(self.offsets, self.indices, self.weights)
+            flipped = CsrGraph._trusted(offsets, indices, weights, symmetric=False)
+            object.__setattr__(flipped, "_transpose", self)
+            object.__setattr__(self, "_transpose", flipped)
+        return flipped
+
+    def to_scipy(self) -> scipy.sparse.csr_array:
+        """A ``scipy.sparse.csr_array`` copy; values are the weights, or 1.0 when unweighted.
+
+        SciPy is imported here, so it is needed only by callers of this method.
+        """
+        import scipy.sparse
+
+        data = np.ones(self.num_edges, np.float32) if self.weights is None else self.weights
+        return scipy.sparse.csr_array(
+            (data.copy(), self.indices.copy(), self.offsets.copy()),
+            shape=(self.num_vertices, self.num_vertices),
+        )
+
+    def __repr__(self) -> str:
+        weighted = ", weighted" if self.weights is not None else ""
+        symmetric = ", symmetric" if self.symmetric else ""
+        return (
+            f"CsrGraph(V={self.num_vertices}, E={self.num_edges}, "
+            f"offsets={self.offsets.dtype.name}{weighted}{symmetric})"
+        )
+
+    def __setattr__(self, name: str, value: object) -> NoReturn:
+        raise AttributeError(f"CsrGraph is immutable; cannot set {name!r}")
+
+    def __delattr__(self, name: str) -> NoReturn:
+        raise AttributeError(f"CsrGraph is immutable; cannot delete {name!r}")
+
+    def __reduce__(self) -> tuple[Any, ...]:  # copy/deepcopy rebuild through the checks
+        return (_rebuild, (self.offsets, self.indices, self.weights, self.symmetric))
+
+
+def _rebuild(
+    offsets: Offsets, indices: Indices, weights: Weights | None, symmetric: bool
+) -> CsrGraph:
+    return CsrGraph._trusted(offsets, indices, weights, symmetric=symmetric)
