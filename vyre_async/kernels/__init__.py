@@ -7,6 +7,13 @@ disk cache.
 from __future__ import annotations
 
 from ._axpy import axpy as axpy
+from ._bfs import BFS_KERNELS as BFS_KERNELS
+from ._bfs import BFS_STATE_WORDS as BFS_STATE_WORDS
+from ._bfs import BFS_UNLIMITED as BFS_UNLIMITED
+from ._bfs import bfs_advance as bfs_advance
+from ._bfs import bfs_bottom_up as bfs_bottom_up
+from ._bfs import bfs_init as bfs_init
+from ._bfs import bfs_top_down as bfs_top_down
 from ._compile import CompiledKernel as CompiledKernel
 from ._compile import arch_for as arch_for
 from ._compile import compile_kernel as compile_kernel
@@ -16,26 +23,51 @@ from ._kernel import Kernel as Kernel
 from ._kernel import LaunchShape as LaunchShape
 from ._kernel import grid_stride as grid_stride
 from ._nvrtc import nvrtc_version as nvrtc_version
+from ._pagerank import PAGERANK_KERNELS as PAGERANK_KERNELS
+from ._pagerank import PR_STATE_WORDS as PR_STATE_WORDS
+from ._pagerank import pr_check as pr_check
+from ._pagerank import pr_dangling as pr_dangling
+from ._pagerank import pr_init as pr_init
+from ._pagerank import pr_pull as pr_pull
 from ._reduce import sum_reduce as sum_reduce
 from ._signature import BufferParam as BufferParam
 from ._signature import ScalarParam as ScalarParam
 
 #: Every kernel that ships with vyre_async, in a stable order.
-BUILTIN_KERNELS: tuple[Kernel, ...] = (axpy, sum_reduce, histogram256)
+BUILTIN_KERNELS: tuple[Kernel, ...] = (
+    axpy,
+    sum_reduce,
+    histogram256,
+    *BFS_KERNELS,
+    *PAGERANK_KERNELS,
+)
 
 __all__ = [
+    "BFS_KERNELS",
+    "BFS_STATE_WORDS",
+    "BFS_UNLIMITED",
     "BUILTIN_KERNELS",
     "BoundCall",
     "BufferParam",
     "CompiledKernel",
     "Kernel",
     "LaunchShape",
+    "PAGERANK_KERNELS",
+    "PR_STATE_WORDS",
     "ScalarParam",
     "arch_for",
     "axpy",
+    "bfs_advance",
+    "bfs_bottom_up",
+    "bfs_init",
+    "bfs_top_down",
     "compile_kernel",
     "grid_stride",
     "histogram256",
     "nvrtc_version",
+    "pr_check",
+    "pr_dangling",
+    "pr_init",
+    "pr_pull",
     "sum_reduce",
 ]
