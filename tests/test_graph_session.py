@@ -45,11 +45,11 @@ async def test_khop_and_reach_count_equal_scipy(rng: np.random.Generator, shape:
 async def test_pagerank_equals_float64_power_iteration(
     rng: np.random.Generator, shape: str
 ) -> None:
-    """Float32 PageRank is within 1e-5 (relative to the largest rank) of float64."""
+    """Float32 PageRank run to convergence is within 1e-5 (of the largest rank) of float64."""
     graph = GRAPH_SHAPES[shape](rng)
     damping = float(rng.uniform(0.6, 0.9))
     async with va.open_backend("cpu") as backend, backend.resident_graph(graph) as session:
-        ranks = await session.pagerank(damping=damping, tol=1e-7, max_iter=500)
+        ranks = await session.pagerank(damping=damping, tol=1e-12, max_iter=400)
     want = pagerank_float64(graph, damping)
     assert ranks.dtype == np.float32
     assert np.max(np.abs(ranks - want)) <= 1e-5 * np.max(want)

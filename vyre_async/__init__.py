@@ -14,6 +14,7 @@ Example:
 """
 
 from . import errors as errors
+from . import graphs as graphs
 from . import kernels as kernels
 from .backends import Backend as Backend
 from .backends import BackendState as BackendState
@@ -34,6 +35,8 @@ from .errors import ValidationError as ValidationError
 from .errors import VyreError as VyreError
 from .kernels import Kernel as Kernel
 from .logging import configure_logging as configure_logging
+from .sessions import ResidentGraphSession as ResidentGraphSession
+from .sessions import SessionStats as SessionStats
 from .streams import DispatchTiming as DispatchTiming
 from .streams import PendingDispatch as PendingDispatch
 from .streams import TimedResult as TimedResult
@@ -58,7 +61,9 @@ __all__ = [
     "PendingDispatch",
     "ReadRange",
     "ResidentBuffer",
+    "ResidentGraphSession",
     "SequenceStep",
+    "SessionStats",
     "TelemetrySnapshot",
     "TimedResult",
     "UnsupportedFeatureError",
@@ -66,6 +71,7 @@ __all__ = [
     "VyreError",
     "configure_logging",
     "errors",
+    "graphs",
     "kernels",
     "open_backend",
     "to_prometheus_text",

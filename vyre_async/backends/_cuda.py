@@ -24,7 +24,7 @@ from typing import Any
 import anyio
 import numpy as np
 
-from ..errors import DispatchError, VyreError
+from ..errors import DispatchError, LifecycleError, VyreError
 from ..kernels import BUILTIN_KERNELS
 from ..kernels._kernel import BoundCall, Kernel
 from ..streams._device import CudaDevice, DeviceInfo
@@ -206,8 +206,10 @@ class CudaBackend(BackendCore[DeviceAllocation]):
 
     def _cuda(self) -> CudaDevice:
         if self._device is None:
-            self._check_open()
-        assert self._device is not None  # _check_open raised otherwise
+            raise LifecycleError(
+                f"this cuda backend is {self._state.value} and holds no device",
+                fix="use it inside `async with vyre_async.open_backend('cuda') as backend:`.",
+            )
         return self._device
 
     def _check_healthy(self) -> None:
