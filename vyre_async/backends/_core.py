@@ -38,6 +38,8 @@ ReadPlan = tuple[Any, ResidentBuffer, int, int]
 Enqueued = tuple[Callable[[], Any], Callable[[], None] | None]
 
 _DEFAULT_CONFIG = DispatchConfig()
+#: Bound sequence steps remembered per backend (sessions repeat the same steps).
+_BOUND_STEP_CACHE = 4096
 #: Seconds a closing backend waits for unfinished work before it gives up on it.
 CLOSE_DEADLINE_S = 30.0
 
@@ -60,6 +62,7 @@ class BackendCore(ABC, Generic[S]):
         self._counters = TelemetryCounters()
         self._registry: ResidentRegistry[S] = ResidentRegistry(self.kind, self._count_resident)
         self._in_flight: set[Completion] = set()
+        self._bound_steps: dict[tuple[Any, ...], BoundCall[ResidentBuffer]] = {}
         self._task_group: anyio.abc.TaskGroup | None = None
         self._log = get_logger(f"vyre_async.backends.{self.kind}")
 
@@ -252,8 +255,8 @@ class BackendCore(ABC, Generic[S]):
         if isinstance(repeat_count, bool) or not isinstance(repeat_count, int) or repeat_count < 0:
             raise ValueError(f"repeat_count must be a non-negative int, got {repeat_count!r}")
         config = config or _DEFAULT_CONFIG
-        bound_prefix = [bind_step(i, s) for i, s in enumerate(prefix)]
-        bound_repeated = [bind_step(len(prefix) + i, s) for i, s in enumerate(repeated)]
+        bound_prefix = [self._bind_step(i, s) for i, s in enumerate(prefix)]
+        bound_repeated = [self._bind_step(len(prefix) + i, s) for i, s in enumerate(repeated)]
         plans = self._plan_reads(reads)
         uses = _uses([*bound_prefix, *bound_repeated])
         for r in reads:
@@ -280,6 +283,29 @@ class BackendCore(ABC, Generic[S]):
             self._log.debug("sequence submitted", launches=launches, reads=len(plans))
         label = config.label or f"sequence of {len(prefix)}+{len(repeated)}x{repeat_count} steps"
         return self._pending(completion, collect, discard, config, label, start)
+
+    def _bind_step(self, index: int, step: SequenceStep) -> BoundCall[ResidentBuffer]:
+        """Bind a sequence step, reusing the binding of an identical earlier step.
+
+        Sessions submit the same steps (kernel, buffers, scalars) batch after batch;
+        a binding depends on nothing else, since a buffer's dtype and size never change.
+        """
+        try:
+            key = (
+                id(step.kernel),
+                tuple((name, b.id) for name, b in step.buffers.items()),
+                tuple(step.scalars.items()),
+            )
+            cached = self._bound_steps.get(key)
+        except (AttributeError, TypeError):  # not a SequenceStep of buffers: bind reports it
+            return bind_step(index, step)
+        if cached is not None and cached.kernel is step.kernel:
+            return cached
+        call = bind_step(index, step)
+        if len(self._bound_steps) >= _BOUND_STEP_CACHE:
+            self._bound_steps.clear()
+        self._bound_steps[key] = call
+        return call
 
     def _new_completion(self) -> Completion:
         completion = Completion()

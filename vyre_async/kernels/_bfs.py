@@ -57,6 +57,35 @@ _BLOCK = 256  # a multiple of 32: the warp-cooperative paths use full-warp masks
 _PRELUDE = r"""
 #define FULL_MASK 0xffffffffu
 
+// Exclusive prefix sum of `x` over the warp; *total gets the warp's sum.
+__device__ __forceinline__ long long warp_exclusive_scan(long long x, unsigned lane,
+                                                         long long* total)
+{
+    long long inclusive = x;
+    for (int d = 1; d < 32; d <<= 1) {
+        const long long y = __shfl_up_sync(FULL_MASK, inclusive, d);
+        if (lane >= (unsigned)d) {
+            inclusive += y;
+        }
+    }
+    *total = __shfl_sync(FULL_MASK, inclusive, 31);
+    return inclusive - x;
+}
+
+// The lane whose range holds merged position k: the largest lane whose exclusive
+// start is <= k (starts never decrease across lanes, empty ranges share a start).
+__device__ __forceinline__ int warp_owner(long long start, long long k)
+{
+    int owner = 0;
+    for (int step = 16; step > 0; step >>= 1) {
+        const long long s = __shfl_sync(FULL_MASK, start, owner + step);
+        if (s <= k) {
+            owner += step;
+        }
+    }
+    return owner;
+}
+
 // Adds every thread's `count` to *counter with one atomic per block: warp shuffles,
 // then one word per warp in shared memory. Every thread of the block must call it.
 __device__ __forceinline__ void block_add_count(int count, int* counter)
@@ -156,13 +185,36 @@ extern "C" __global__ void bfs_top_down(const long long* __restrict__ offsets,
             wide_lanes &= wide_lanes - 1u;
             const long long first = __shfl_sync(FULL_MASK, begin, leader);
             const long long last = __shfl_sync(FULL_MASK, end, leader);
-            for (long long j = first + lane; j < last; j += 32) {
+            // A hub holds the whole warp for its list: read eight neighbours per lane
+            // per trip, independently, before the dependent level checks.
+            long long j = first + lane;
+            for (; j + 7 * 32 < last; j += 8 * 32) {
+                int u[8];
+#pragma unroll
+                for (int k = 0; k < 8; ++k) {
+                    u[k] = __ldg(&indices[j + k * 32]);
+                }
+#pragma unroll
+                for (int k = 0; k < 8; ++k) {
+                    found += discover(levels, u[k], next);
+                }
+            }
+            for (; j < last; j += 32) {
                 found += discover(levels, __ldg(&indices[j]), next);
             }
         }
-        if (!wide) {
-            for (long long j = begin; j < end; ++j) {
-                found += discover(levels, __ldg(&indices[j]), next);
+        // The narrow lists of the warp's frontier vertices, merged: lane i takes the
+        // i-th edge of each 32, so index reads are coalesced and no lane idles while
+        // another walks a longer list.
+        long long total = 0;
+        const long long start = warp_exclusive_scan(wide ? 0 : end - begin, lane, &total);
+        for (long long k0 = 0; k0 < total; k0 += 32) {
+            const long long k = k0 + lane;
+            const int owner = warp_owner(start, k);
+            const long long owner_begin = __shfl_sync(FULL_MASK, begin, owner);
+            const long long owner_start = __shfl_sync(FULL_MASK, start, owner);
+            if (k < total) {
+                found += discover(levels, __ldg(&indices[owner_begin + (k - owner_start)]), next);
             }
         }
     }

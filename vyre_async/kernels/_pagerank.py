@@ -142,6 +142,34 @@ extern "C" __global__ void pr_dangling(const float* __restrict__ rank,
 _PULL_SOURCE = (
     _PRELUDE
     + r"""
+// Exclusive prefix sum of `x` over the warp; *total gets the warp's sum.
+__device__ __forceinline__ long long warp_exclusive_scan(long long x, unsigned lane,
+                                                         long long* total)
+{
+    long long inclusive = x;
+    for (int d = 1; d < 32; d <<= 1) {
+        const long long y = __shfl_up_sync(FULL_MASK, inclusive, d);
+        if (lane >= (unsigned)d) {
+            inclusive += y;
+        }
+    }
+    *total = __shfl_sync(FULL_MASK, inclusive, 31);
+    return inclusive - x;
+}
+
+// The lane whose range holds merged position k (see bfs_top_down).
+__device__ __forceinline__ int warp_owner(long long start, long long k)
+{
+    int owner = 0;
+    for (int step = 16; step > 0; step >>= 1) {
+        const long long s = __shfl_sync(FULL_MASK, start, owner + step);
+        if (s <= k) {
+            owner += step;
+        }
+    }
+    return owner;
+}
+
 // A vertex with at least this many in-edges is summed by its whole warp.
 #define WARP_PULL_MIN_DEGREE 32
 
@@ -175,6 +203,8 @@ extern "C" __global__ void pr_pull(const long long* __restrict__ in_offsets,
     const float teleport = (1.0f - damping) / (float)n;
     const float dangling = state[0] / (float)n;
     const unsigned lane = threadIdx.x & 31u;
+    const unsigned warp_base = threadIdx.x - lane;
+    __shared__ float merged[1024];
     const long long stride = (long long)blockDim.x * gridDim.x;
     float diff = 0.0f;
     // Loop per warp: all 32 lanes run the same trips, so ballots and shuffles are full-mask.
@@ -189,7 +219,6 @@ extern "C" __global__ void pr_pull(const long long* __restrict__ in_offsets,
         }
         const bool wide = end - begin >= WARP_PULL_MIN_DEGREE;
         float sum = 0.0f;
-        float carry = 0.0f;
         unsigned wide_lanes = __ballot_sync(FULL_MASK, wide);
         while (wide_lanes != 0u) {
             const int leader = __ffs(wide_lanes) - 1;
@@ -198,7 +227,22 @@ extern "C" __global__ void pr_pull(const long long* __restrict__ in_offsets,
             const long long last = __shfl_sync(FULL_MASK, end, leader);
             float part = 0.0f;
             float part_carry = 0.0f;
-            for (long long j = first + lane; j < last; j += 32) {
+            // Hubs hold the whole warp for their list (R-MAT scale 22 has lists of ~3e5):
+            // eight independent gathers per lane per trip keep the loop from being one
+            // dependent memory latency per 32 edges.
+            long long j = first + lane;
+            for (; j + 7 * 32 < last; j += 8 * 32) {
+                float x[8];
+#pragma unroll
+                for (int u = 0; u < 8; ++u) {
+                    x[u] = share(rank_in, out_degree, __ldg(&in_indices[j + u * 32]));
+                }
+#pragma unroll
+                for (int u = 0; u < 8; ++u) {
+                    kahan_add(part, part_carry, x[u]);
+                }
+            }
+            for (; j < last; j += 32) {
                 kahan_add(part, part_carry, share(rank_in, out_degree, __ldg(&in_indices[j])));
             }
             part = warp_sum(part - part_carry);
@@ -206,12 +250,39 @@ extern "C" __global__ void pr_pull(const long long* __restrict__ in_offsets,
                 sum = part;
             }
         }
-        if (!wide) {
-            for (long long j = begin; j < end; ++j) {
-                kahan_add(sum, carry, share(rank_in, out_degree, __ldg(&in_indices[j])));
+        // Narrow in-lists of the warp's vertices, merged: lane i takes the i-th edge of
+        // each 32 (coalesced index reads), then a segmented sum over lanes with the same
+        // owner (owners never decrease across lanes) leaves each segment's total in its
+        // first lane, which adds it to the owner's slot in shared memory.
+        long long total = 0;
+        const long long start = warp_exclusive_scan(wide ? 0 : end - begin, lane, &total);
+        merged[threadIdx.x] = 0.0f;
+        __syncwarp();
+        for (long long k0 = 0; k0 < total; k0 += 32) {
+            const long long k = k0 + lane;
+            const int owner = warp_owner(start, k);
+            const long long owner_begin = __shfl_sync(FULL_MASK, begin, owner);
+            const long long owner_start = __shfl_sync(FULL_MASK, start, owner);
+            float x = k < total
+                ? share(rank_in, out_degree, __ldg(&in_indices[owner_begin + (k - owner_start)]))
+                : 0.0f;
+            for (int d = 1; d < 32; d <<= 1) {
+                const float y = __shfl_down_sync(FULL_MASK, x, d);
+                const int y_owner = __shfl_down_sync(FULL_MASK, owner, d);
+                if (lane + d < 32u && y_owner == owner) {
+                    x += y;
+                }
             }
-            sum -= carry;
+            const int left_owner = __shfl_up_sync(FULL_MASK, owner, 1);
+            if (k < total && (lane == 0u || left_owner != owner)) {
+                merged[warp_base + owner] += x;
+            }
+            __syncwarp();
         }
+        if (!wide) {
+            sum = merged[threadIdx.x];
+        }
+        __syncwarp();
         if (v < n) {
             const float fresh = teleport + damping * (sum + dangling);
             rank_out[v] = fresh;
