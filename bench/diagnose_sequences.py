@@ -94,8 +94,10 @@ async def ours(graph: va.graphs.CsrGraph) -> None:
             pending = backend.submit_repeated([], body, repeat_count=repeats, config=timed)
             enqueue = time.perf_counter() - t0
             result = await pending.timed()
+            t = result.timing
             print(
-                f"body x{repeats:<3d} enqueue {enqueue * 1e3:8.3f} ms  device {result.timing.device_ns / 1e6:8.3f} ms  wall {result.timing.wall_ns / 1e6:8.3f} ms"
+                f"body x{repeats:<3d} enqueue {enqueue * 1e3:8.3f} ms  "
+                f"device {(t.device_ns or 0) / 1e6:8.3f} ms  wall {t.wall_ns / 1e6:8.3f} ms"
             )
         for buf in (ra, rb, st):
             await backend.free(buf)
