@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import inspect
 import secrets
 from collections.abc import Iterator
 
 import numpy as np
 import pytest
 import structlog
+from blockbuster import blockbuster_ctx
 
 from vyre_async import logging as vyre_logging
 
@@ -42,3 +44,17 @@ def _structlog_defaults() -> Iterator[None]:
     yield
     structlog.reset_defaults()
     vyre_logging._tracing = False
+
+
+@pytest.fixture(autouse=True)
+def _no_blocking_calls_on_the_loop(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Fail an async test when anything blocks its event loop (blockbuster).
+
+    Only async tests are watched: blocking is fine in plain tests, and the loop is
+    where vyre_async promises never to block.
+    """
+    if not inspect.iscoroutinefunction(getattr(request.node, "function", None)):
+        yield
+        return
+    with blockbuster_ctx():
+        yield

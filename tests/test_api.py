@@ -102,7 +102,6 @@ async def test_telemetry_counts_and_resets(rng: np.random.Generator) -> None:
 
 async def test_auto_falls_back_to_cpu_and_logs_why() -> None:
     """open_backend('auto') without a GPU gives the CPU backend and logs the reason."""
-    pytest.importorskip("cuda.bindings.driver")
     with capture_logs() as logs:
         async with va.open_backend("auto") as backend:
             kind = backend.kind
@@ -159,3 +158,17 @@ async def test_dispatches_log_nothing_unless_debug_was_asked_for() -> None:
             ones = np.ones(4, np.float32)
             await backend.dispatch(va.kernels.axpy, {"x": ones, "y": ones}, a=1.0)
     assert not [e for e in logs if e["event"] == "dispatch submitted"]
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])
+async def test_blocking_calls_on_the_loop_fail_the_test() -> None:
+    """The blockbuster guard is active: a blocking sleep inside an async test raises.
+
+    blockbuster watches asyncio loops only; trio runs of the suite are not guarded.
+    """
+    import time
+
+    from blockbuster import BlockingError
+
+    with pytest.raises(BlockingError):
+        time.sleep(0.001)  # noqa: ASYNC251 - the point is that the guard catches it

@@ -6,6 +6,8 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any, Literal
 
+import anyio
+
 from ..errors import ConfigurationError, UnsupportedFeatureError
 from ..logging import get_logger
 from ._core import BackendCore
@@ -17,10 +19,17 @@ BackendKind = Literal["auto", "cuda", "cpu"]
 _log = get_logger("vyre_async.backends")
 
 
-def _make_cuda(device: int, max_device_bytes: int | None) -> BackendCore[Any]:
-    from ._cuda import CudaBackend  # imported late: only CUDA users pay for the driver
+def _cuda_backend_class() -> type[BackendCore[Any]]:
+    # Imported late, so only CUDA users pay for the driver bindings, and in a worker
+    # thread: the first import reads files, which must not block the event loop.
+    from ._cuda import CudaBackend
 
-    backend: BackendCore[Any] = CudaBackend(device=device, max_device_bytes=max_device_bytes)
+    return CudaBackend
+
+
+async def _make_cuda(device: int, max_device_bytes: int | None) -> BackendCore[Any]:
+    cls = await anyio.to_thread.run_sync(_cuda_backend_class)
+    backend: BackendCore[Any] = cls(device=device, max_device_bytes=max_device_bytes)  # type: ignore[call-arg]
     return backend
 
 
@@ -60,10 +69,10 @@ async def open_backend(
     if kind == "cpu":
         backend = CpuBackend(workers=cpu_workers)
     elif kind == "cuda":
-        backend = _make_cuda(device, max_device_bytes)
+        backend = await _make_cuda(device, max_device_bytes)
     else:
         try:
-            backend = _make_cuda(device, max_device_bytes)
+            backend = await _make_cuda(device, max_device_bytes)
             await backend.__aenter__()
         except UnsupportedFeatureError as exc:
             _log.info("falling back to the cpu backend", reason=exc.what)
