@@ -1,6 +1,6 @@
 """Diagnose where a resident PageRank iteration's time goes: kernels or host enqueue.
 
-Runs pr_pull through CuPy (pure device time) and through vyre_async sequences
+Runs pr_gather through CuPy (pure device time) and through vyre_async sequences
 (device time from timing events, host enqueue time around submit) on one R-MAT graph.
 """
 
@@ -15,35 +15,31 @@ import numpy as np
 
 import vyre_async as va
 from vyre_async.graphs import rmat
-from vyre_async.kernels import pr_check, pr_dangling, pr_init, pr_pull
+from vyre_async.kernels import pr_check, pr_dangling, pr_gather, pr_init, pr_update
 
 SCALE = int(sys.argv[1]) if len(sys.argv) > 1 else 22
 
 
 def cupy_pull(graph: va.graphs.CsrGraph) -> float:
-    """Median device seconds of one pr_pull launched by CuPy on the same inputs."""
+    """Median device seconds of one pr_gather launched by CuPy on the same inputs."""
     import cupy as cp
 
     n = graph.num_vertices
     t = graph.transpose()
-    module = cp.RawModule(code=pr_pull.source, backend="nvrtc", options=("--std=c++17",))
-    kernel = module.get_function("pr_pull")
+    module = cp.RawModule(code=pr_gather.source, backend="nvrtc", options=("--std=c++17",))
+    kernel = module.get_function("pr_gather")
     offs = cp.asarray(t.offsets.astype(np.int64))
     idx = cp.asarray(t.indices)
     deg = cp.asarray(graph.out_degree())
     rank = cp.full(n, 1.0 / n, cp.float32)
     out = cp.empty_like(rank)
     state = cp.zeros(8, cp.float32)
-    shape = pr_pull.launch({"v": n, "v1": n + 1, "e": graph.num_edges})
+    shape = pr_gather.launch({"v": n, "v1": n + 1, "e": graph.num_edges})
     times = []
     for i in range(12):
         start, end = cp.cuda.Event(), cp.cuda.Event()
         start.record()
-        kernel(
-            shape.grid,
-            shape.block,
-            (offs, idx, deg, rank, out, state, np.float32(0.85), np.int32(n)),
-        )
+        kernel(shape.grid, shape.block, (offs, idx, deg, rank, out, state, np.int32(n)))
         end.record()
         end.synchronize()
         if i >= 2:
@@ -61,23 +57,24 @@ async def ours(graph: va.graphs.CsrGraph) -> None:
         st = await backend.alloc(32, np.float32)
         timed = va.DispatchConfig(timing=True)
         init = va.SequenceStep(
-            pr_init, {"rank": ra, "pr_state": st}, {"tol": 1e-30, "max_iter": 10_000}
+            pr_init,
+            {"rank": ra, "other": rb, "pr_state": st},
+            {"tol": 1e-30, "max_iter": 10_000},
         )
+        graph_in = {
+            "in_offsets": b["in_offsets"],
+            "in_indices": b["in_indices"],
+            "out_degree": b["out_degree"],
+        }
         steps = {
             "pr_dangling": va.SequenceStep(
                 pr_dangling, {"rank": ra, "out_degree": b["out_degree"], "pr_state": st}
             ),
-            "pr_pull": va.SequenceStep(
-                pr_pull,
-                {
-                    "in_offsets": b["in_offsets"],
-                    "in_indices": b["in_indices"],
-                    "out_degree": b["out_degree"],
-                    "rank_in": ra,
-                    "rank_out": rb,
-                    "pr_state": st,
-                },
-                {"damping": 0.85},
+            "pr_gather": va.SequenceStep(
+                pr_gather, {**graph_in, "rank_in": ra, "sums": rb, "pr_state": st}
+            ),
+            "pr_update": va.SequenceStep(
+                pr_update, {"rank_in": ra, "rank_out": rb, "pr_state": st}, {"damping": 0.85}
             ),
             "pr_check": va.SequenceStep(pr_check, {"pr_state": st}),
         }
@@ -105,5 +102,5 @@ async def ours(graph: va.graphs.CsrGraph) -> None:
 
 graph = rmat(SCALE, 16, seed=1)
 print(graph)
-print(f"cupy-launched pr_pull: {cupy_pull(graph) * 1e3:.3f} ms")
+print(f"cupy-launched pr_gather: {cupy_pull(graph) * 1e3:.3f} ms")
 anyio.run(ours, graph)

@@ -44,8 +44,9 @@ from vyre_async.kernels._pagerank import (
     STATE_LAST_DIFF,
     pr_check,
     pr_dangling,
+    pr_gather,
     pr_init,
-    pr_pull,
+    pr_update,
 )
 from vyre_async.kernels._pagerank import STATE_DONE as PR_DONE
 
@@ -382,9 +383,9 @@ def _pagerank(graph: Graph, *, damping: float, tol: float, max_iter: int) -> Pag
     in_offsets, in_indices = graph.csr(transposed=True)
     out_degree = graph.out_degree()
     a = np.full(graph.n, np.nan, dtype=np.float32)  # garbage: init must overwrite A
-    b = np.full(graph.n, np.nan, dtype=np.float32)
+    b = np.full(graph.n, np.nan, dtype=np.float32)  # garbage: init must zero B
     state = np.full(PR_STATE_WORDS, 5.0, dtype=np.float32)
-    _call(pr_init, {"rank": a, "pr_state": state}, tol=tol, max_iter=max_iter)
+    _call(pr_init, {"rank": a, "other": b, "pr_state": state}, tol=tol, max_iter=max_iter)
 
     def half(src: np.ndarray, dst: np.ndarray) -> None:
         _call(
@@ -392,8 +393,9 @@ def _pagerank(graph: Graph, *, damping: float, tol: float, max_iter: int) -> Pag
             {"rank": _read_only(src.view()), "out_degree": out_degree, "pr_state": state},
         )
         graph_in = {"in_offsets": in_offsets, "in_indices": in_indices, "out_degree": out_degree}
-        arrays = {**graph_in, "rank_in": _read_only(src.view()), "rank_out": dst}
-        _call(pr_pull, {**arrays, "pr_state": state}, damping=damping)
+        gather = {**graph_in, "rank_in": _read_only(src.view()), "sums": dst}
+        _call(pr_gather, {**gather, "pr_state": _read_only(state.view())})
+        _call(pr_update, {"rank_in": src, "rank_out": dst, "pr_state": state}, damping=damping)
         _call(pr_check, {"pr_state": state})
 
     for _ in range(max(0, max_iter) // 2 + 3):  # overshoots, as a repeated sequence does
@@ -548,28 +550,29 @@ def test_pagerank_kernels_do_nothing_once_done(rng: np.random.Generator) -> None
     """With the done word set, the PageRank kernels leave ranks and state untouched."""
     graph = _random(rng, 100, 300, symmetric=False)
     in_offsets, in_indices = graph.csr(transposed=True)
-    rank_in = _read_only(rng.random(100).astype(np.float32))
+    rank_in = rng.random(100).astype(np.float32)
     rank_out = rng.random(100).astype(np.float32)
     state = np.array([0.25, 0.5, 1.0, 3.0, 1e-7, 100.0, 0.125, 0.0], dtype=np.float32)
-    before = (rank_out.copy(), state.copy())
+    before = (rank_in.copy(), rank_out.copy(), state.copy())
     common = {"out_degree": graph.out_degree(), "pr_state": state}
 
-    _call(pr_dangling, {"rank": rank_in, **common})
+    _call(pr_dangling, {"rank": _read_only(rank_in.view()), **common})
     _call(
-        pr_pull,
+        pr_gather,
         {
             "in_offsets": in_offsets,
             "in_indices": in_indices,
-            "rank_in": rank_in,
-            "rank_out": rank_out,
+            "rank_in": _read_only(rank_in.view()),
+            "sums": rank_out,
             **common,
         },
-        damping=0.85,
     )
+    _call(pr_update, {"rank_in": rank_in, "rank_out": rank_out, "pr_state": state}, damping=0.85)
     _call(pr_check, {"pr_state": state})
 
-    np.testing.assert_array_equal(rank_out, before[0])
-    np.testing.assert_array_equal(state, before[1])
+    np.testing.assert_array_equal(rank_in, before[0])
+    np.testing.assert_array_equal(rank_out, before[1])
+    np.testing.assert_array_equal(state, before[2])
 
 
 # ---------------------------------------------------------------------------- NVRTC

@@ -127,6 +127,6 @@ def test_builtin_kernels_have_distinct_names_and_entries() -> None:
     entries = [k.entry for k in BUILTIN_KERNELS]
 
     assert names[:3] == ["axpy", "sum", "histogram256"]
-    assert {"bfs_top_down", "bfs_bottom_up", "pr_pull"} <= set(names)
+    assert {"bfs_top_down", "bfs_bottom_up", "pr_gather"} <= set(names)
     assert len(set(names)) == len(names)
     assert len(set(entries)) == len(entries)

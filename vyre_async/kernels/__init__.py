@@ -27,8 +27,9 @@ from ._pagerank import PAGERANK_KERNELS as PAGERANK_KERNELS
 from ._pagerank import PR_STATE_WORDS as PR_STATE_WORDS
 from ._pagerank import pr_check as pr_check
 from ._pagerank import pr_dangling as pr_dangling
+from ._pagerank import pr_gather as pr_gather
 from ._pagerank import pr_init as pr_init
-from ._pagerank import pr_pull as pr_pull
+from ._pagerank import pr_update as pr_update
 from ._reduce import sum_reduce as sum_reduce
 from ._signature import BufferParam as BufferParam
 from ._signature import ScalarParam as ScalarParam
@@ -67,7 +68,8 @@ __all__ = [
     "nvrtc_version",
     "pr_check",
     "pr_dangling",
+    "pr_gather",
     "pr_init",
-    "pr_pull",
+    "pr_update",
     "sum_reduce",
 ]

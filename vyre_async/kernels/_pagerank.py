@@ -1,8 +1,12 @@
-"""Pull PageRank in float32 as four kernels that a resident repeated sequence runs.
+"""Pull PageRank in float32 as five kernels that a resident repeated sequence runs.
 
-A run is ``pr_init`` on rank buffer A, then the body ``[pr_dangling(A), pr_pull(A->B),
-pr_check, pr_dangling(B), pr_pull(B->A), pr_check]`` repeated with fixed scalars: two
-power iterations per repeat, ping-ponging between two rank buffers. The iteration
+A run is ``pr_init`` on rank buffers A and B (B zeroed), then the body
+``[pr_dangling(A), pr_gather(A->B), pr_update(A, B), pr_check]`` followed by the same
+with A and B swapped, repeated with fixed scalars: two power iterations per repeat,
+ping-ponging between two rank buffers. ``pr_gather`` splits the edges, not the
+vertices, over the grid (hubs are spread over many warps) and adds each vertex's
+pulled shares to the zeroed target; ``pr_update`` turns those sums into ranks and
+zeroes the source for the next gather. The iteration
 count, the convergence test and the dangling mass live in an eight-word ``float32``
 state buffer (see the ``STATE_*`` index constants); once it says done, every kernel
 returns at once. After ``k`` completed iterations the ranks are in B when ``k`` is odd
@@ -15,8 +19,8 @@ One iteration, for ``n`` vertices and damping ``d``::
 where ``D`` is the rank held by vertices without out-edges, spread uniformly as
 NetworkX does. The run stops once the L1 change ``sum |rank' - rank|`` is below
 ``tol`` (an absolute bound, where NetworkX compares with ``n * tol``) or after
-``max_iter`` iterations. The device uses no double precision; per-vertex sums are
-compensated (Kahan), so a hub's rank does not lose digits to its in-degree.
+``max_iter`` iterations. The device uses no double precision: sums are warp partials
+added atomically, so their order (and last bits) vary from run to run.
 
 float32 limits both ends. Settled iterates can keep alternating by an ulp, an L1
 change of about ``2**-23`` (1.2e-7) of the total mass, so a ``tol`` below about 4e-7
@@ -92,6 +96,7 @@ __device__ __forceinline__ void block_add_sum(float value, float* total)
 
 _INIT_SOURCE = r"""
 extern "C" __global__ void pr_init(float* __restrict__ rank,
+                                   float* __restrict__ other,
                                    float* __restrict__ state,
                                    float tol,
                                    int max_iter,
@@ -101,6 +106,7 @@ extern "C" __global__ void pr_init(float* __restrict__ rank,
     const long long stride = (long long)blockDim.x * gridDim.x;
     for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
         rank[i] = uniform;
+        other[i] = 0.0f;  // the first pr_gather accumulates into it
     }
     if (blockIdx.x == 0 && threadIdx.x == 0) {
         state[0] = 0.0f;
@@ -139,9 +145,14 @@ extern "C" __global__ void pr_dangling(const float* __restrict__ rank,
 """
 )
 
-_PULL_SOURCE = (
+_GATHER_SOURCE = (
     _PRELUDE
     + r"""
+// Edges per warp task. A hub's in-list is cut into many tasks spread over the grid,
+// so no warp holds the launch open for a hub (one did: 6.4 ms per iteration at R-MAT
+// scale 22, SMs active 43% of the time).
+#define CHUNK 1024
+
 // Exclusive prefix sum of `x` over the warp; *total gets the warp's sum.
 __device__ __forceinline__ long long warp_exclusive_scan(long long x, unsigned lane,
                                                          long long* total)
@@ -157,7 +168,8 @@ __device__ __forceinline__ long long warp_exclusive_scan(long long x, unsigned l
     return inclusive - x;
 }
 
-// The lane whose range holds merged position k (see bfs_top_down).
+// The lane whose range holds merged position k: the largest lane whose exclusive
+// start is <= k (starts never decrease across lanes, empty ranges share a start).
 __device__ __forceinline__ int warp_owner(long long start, long long k)
 {
     int owner = 0;
@@ -170,15 +182,20 @@ __device__ __forceinline__ int warp_owner(long long start, long long k)
     return owner;
 }
 
-// A vertex with at least this many in-edges is summed by its whole warp.
-#define WARP_PULL_MIN_DEGREE 32
-
-__device__ __forceinline__ void kahan_add(float& sum, float& carry, float x)
+// The vertex whose in-list holds edge j: the largest v with offsets[v] <= j.
+__device__ __forceinline__ long long owning_vertex(const long long* offsets, int n, long long j)
 {
-    const float y = x - carry;
-    const float t = sum + y;
-    carry = (t - sum) - y;
-    sum = t;
+    long long lo = 0;
+    long long hi = n;  // offsets[hi] = E > j for any valid edge
+    while (hi - lo > 1) {
+        const long long mid = (lo + hi) >> 1;
+        if (__ldg(&offsets[mid]) <= j) {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    return lo;
 }
 
 __device__ __forceinline__ float share(const float* rank, const int* out_degree, int u)
@@ -188,106 +205,84 @@ __device__ __forceinline__ float share(const float* rank, const int* out_degree,
     return degree > 0 ? __ldg(&rank[u]) / (float)degree : 0.0f;
 }
 
-extern "C" __global__ void pr_pull(const long long* __restrict__ in_offsets,
-                                   const int* __restrict__ in_indices,
-                                   const int* __restrict__ out_degree,
-                                   const float* __restrict__ rank_in,
-                                   float* __restrict__ rank_out,
-                                   float* __restrict__ state,
-                                   float damping,
-                                   int n)
+extern "C" __global__ void pr_gather(const long long* __restrict__ in_offsets,
+                                     const int* __restrict__ in_indices,
+                                     const int* __restrict__ out_degree,
+                                     const float* __restrict__ rank_in,
+                                     float* __restrict__ sums,
+                                     const float* __restrict__ state,
+                                     int n)
+{
+    if (state[2] != 0.0f || n <= 0) {
+        return;
+    }
+    const long long edges = __ldg(&in_offsets[n]);
+    const unsigned lane = threadIdx.x & 31u;
+    const long long warp = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
+    const long long warps = ((long long)gridDim.x * blockDim.x) >> 5;
+    for (long long cs = warp * CHUNK; cs < edges; cs += warps * CHUNK) {
+        const long long ce = min(cs + (long long)CHUNK, edges);
+        const long long v0 = owning_vertex(in_offsets, n, cs);
+        const long long v1 = owning_vertex(in_offsets, n, ce - 1);
+        // The chunk's vertices, 32 at a time: their lists (clipped to the chunk) merged,
+        // lane i taking the i-th edge of each 32, then a segmented sum over lanes with
+        // the same owner; each segment's first lane adds it to the owner's sum.
+        for (long long vw = v0; vw <= v1; vw += 32) {
+            const long long v = vw + lane;
+            long long begin = ce;
+            long long end = ce;
+            if (v <= v1) {
+                begin = max(__ldg(&in_offsets[v]), cs);
+                end = min(__ldg(&in_offsets[v + 1]), ce);
+            }
+            long long total = 0;
+            const long long start = warp_exclusive_scan(end - begin, lane, &total);
+            for (long long k0 = 0; k0 < total; k0 += 32) {
+                const long long k = k0 + lane;
+                const int owner = warp_owner(start, k);
+                const long long owner_begin = __shfl_sync(FULL_MASK, begin, owner);
+                const long long owner_start = __shfl_sync(FULL_MASK, start, owner);
+                const long long edge = owner_begin + (k - owner_start);
+                float x = k < total ? share(rank_in, out_degree, __ldg(&in_indices[edge])) : 0.0f;
+                for (int d = 1; d < 32; d <<= 1) {
+                    const float y = __shfl_down_sync(FULL_MASK, x, d);
+                    const int y_owner = __shfl_down_sync(FULL_MASK, owner, d);
+                    if (lane + d < 32u && y_owner == owner) {
+                        x += y;
+                    }
+                }
+                const int left_owner = __shfl_up_sync(FULL_MASK, owner, 1);
+                if (k < total && (lane == 0u || left_owner != owner)) {
+                    atomicAdd(&sums[vw + owner], x);
+                }
+            }
+        }
+    }
+}
+"""
+)
+
+_UPDATE_SOURCE = (
+    _PRELUDE
+    + r"""
+extern "C" __global__ void pr_update(float* __restrict__ rank_in,
+                                     float* __restrict__ rank_out,
+                                     float* __restrict__ state,
+                                     float damping,
+                                     int n)
 {
     if (state[2] != 0.0f) {
         return;
     }
     const float teleport = (1.0f - damping) / (float)n;
     const float dangling = state[0] / (float)n;
-    const unsigned lane = threadIdx.x & 31u;
-    const unsigned warp_base = threadIdx.x - lane;
-    __shared__ float merged[1024];
     const long long stride = (long long)blockDim.x * gridDim.x;
     float diff = 0.0f;
-    // Loop per warp: all 32 lanes run the same trips, so ballots and shuffles are full-mask.
-    for (long long base = (long long)blockIdx.x * blockDim.x + threadIdx.x - lane; base < n;
-         base += stride) {
-        const long long v = base + lane;
-        long long begin = 0;
-        long long end = 0;
-        if (v < n) {
-            begin = __ldg(&in_offsets[v]);
-            end = __ldg(&in_offsets[v + 1]);
-        }
-        const bool wide = end - begin >= WARP_PULL_MIN_DEGREE;
-        float sum = 0.0f;
-        unsigned wide_lanes = __ballot_sync(FULL_MASK, wide);
-        while (wide_lanes != 0u) {
-            const int leader = __ffs(wide_lanes) - 1;
-            wide_lanes &= wide_lanes - 1u;
-            const long long first = __shfl_sync(FULL_MASK, begin, leader);
-            const long long last = __shfl_sync(FULL_MASK, end, leader);
-            float part = 0.0f;
-            float part_carry = 0.0f;
-            // Hubs hold the whole warp for their list (R-MAT scale 22 has lists of ~3e5):
-            // eight independent gathers per lane per trip keep the loop from being one
-            // dependent memory latency per 32 edges.
-            long long j = first + lane;
-            for (; j + 7 * 32 < last; j += 8 * 32) {
-                float x[8];
-#pragma unroll
-                for (int u = 0; u < 8; ++u) {
-                    x[u] = share(rank_in, out_degree, __ldg(&in_indices[j + u * 32]));
-                }
-#pragma unroll
-                for (int u = 0; u < 8; ++u) {
-                    kahan_add(part, part_carry, x[u]);
-                }
-            }
-            for (; j < last; j += 32) {
-                kahan_add(part, part_carry, share(rank_in, out_degree, __ldg(&in_indices[j])));
-            }
-            part = warp_sum(part - part_carry);
-            if ((int)lane == leader) {
-                sum = part;
-            }
-        }
-        // Narrow in-lists of the warp's vertices, merged: lane i takes the i-th edge of
-        // each 32 (coalesced index reads), then a segmented sum over lanes with the same
-        // owner (owners never decrease across lanes) leaves each segment's total in its
-        // first lane, which adds it to the owner's slot in shared memory.
-        long long total = 0;
-        const long long start = warp_exclusive_scan(wide ? 0 : end - begin, lane, &total);
-        merged[threadIdx.x] = 0.0f;
-        __syncwarp();
-        for (long long k0 = 0; k0 < total; k0 += 32) {
-            const long long k = k0 + lane;
-            const int owner = warp_owner(start, k);
-            const long long owner_begin = __shfl_sync(FULL_MASK, begin, owner);
-            const long long owner_start = __shfl_sync(FULL_MASK, start, owner);
-            float x = k < total
-                ? share(rank_in, out_degree, __ldg(&in_indices[owner_begin + (k - owner_start)]))
-                : 0.0f;
-            for (int d = 1; d < 32; d <<= 1) {
-                const float y = __shfl_down_sync(FULL_MASK, x, d);
-                const int y_owner = __shfl_down_sync(FULL_MASK, owner, d);
-                if (lane + d < 32u && y_owner == owner) {
-                    x += y;
-                }
-            }
-            const int left_owner = __shfl_up_sync(FULL_MASK, owner, 1);
-            if (k < total && (lane == 0u || left_owner != owner)) {
-                merged[warp_base + owner] += x;
-            }
-            __syncwarp();
-        }
-        if (!wide) {
-            sum = merged[threadIdx.x];
-        }
-        __syncwarp();
-        if (v < n) {
-            const float fresh = teleport + damping * (sum + dangling);
-            rank_out[v] = fresh;
-            diff += fabsf(fresh - __ldg(&rank_in[v]));
-        }
+    for (long long v = (long long)blockIdx.x * blockDim.x + threadIdx.x; v < n; v += stride) {
+        const float fresh = teleport + damping * (rank_out[v] + dangling);
+        diff += fabsf(fresh - rank_in[v]);
+        rank_out[v] = fresh;
+        rank_in[v] = 0.0f;  // the next pr_gather accumulates into it
     }
     block_add_sum(diff, &state[1]);
 }
@@ -331,16 +326,17 @@ def _f32(value: object) -> np.float32:
 
 
 def pr_init_reference(arrays: Mapping[str, np.ndarray], scalars: Mapping[str, np.generic]) -> None:
-    """CPU ``pr_init``: uniform ranks and a fresh state.
+    """CPU ``pr_init``: uniform ranks, a zeroed second buffer and a fresh state.
 
     Args:
-        arrays: ``rank`` (float32, written) and ``pr_state`` (8 float32, written).
+        arrays: ``rank``, ``other`` (float32, written) and ``pr_state`` (8 float32).
         scalars: ``tol``, ``max_iter`` and the derived ``n``.
     """
     rank, state = arrays["rank"], arrays["pr_state"]
     n, max_iter = int(scalars["n"].item()), int(scalars["max_iter"].item())
     if n > 0:
         rank.fill(_f32(1.0) / _f32(n))
+    arrays["other"].fill(0)
     done = 1.0 if max_iter <= 0 or n <= 0 else 0.0
     limit = float(min(max_iter, PR_MAX_ITER_LIMIT))
     state[:] = (0.0, 0.0, done, 0.0, scalars["tol"].item(), limit, 0.0, 0.0)
@@ -365,35 +361,54 @@ def pr_dangling_reference(
     state[STATE_DANGLING] += _f32(mass)
 
 
-def pr_pull_reference(arrays: Mapping[str, np.ndarray], scalars: Mapping[str, np.generic]) -> None:
-    """CPU ``pr_pull``: one power iteration from ``rank_in`` into ``rank_out``.
+def pr_gather_reference(
+    arrays: Mapping[str, np.ndarray], scalars: Mapping[str, np.generic]
+) -> None:
+    """CPU ``pr_gather``: add each vertex's pulled shares to ``sums``.
 
     Shares ``rank_in[u] / out_degree[u]`` are float32 divisions as on the device; each
-    vertex's sum of shares is taken in float64 and rounded once, standing in for the
-    device's compensated float32 sum; the update itself is float32.
+    vertex's sum is taken in float64 and rounded once, standing in for the device's
+    partial sums and atomic adds.
 
     Args:
         arrays: ``in_offsets``, ``in_indices``, ``out_degree``, ``rank_in`` (read),
-            ``rank_out`` (written) and ``pr_state`` (updated).
+            ``sums`` (added to) and ``pr_state`` (read).
+        scalars: The derived ``n``.
+    """
+    n = int(scalars["n"].item())
+    if arrays["pr_state"][STATE_DONE] != 0 or n == 0:
+        return
+    rank_in, degree = arrays["rank_in"], arrays["out_degree"]
+    shares = np.zeros(n, dtype=np.float32)
+    has_edges = degree > 0
+    shares[has_edges] = rank_in[has_edges] / degree[has_edges].astype(np.float32)
+    owner = np.repeat(np.arange(n), np.diff(arrays["in_offsets"]))
+    pulled = np.bincount(owner, weights=shares[arrays["in_indices"]], minlength=n)
+    arrays["sums"][:] = (arrays["sums"] + pulled).astype(np.float32)
+
+
+def pr_update_reference(
+    arrays: Mapping[str, np.ndarray], scalars: Mapping[str, np.generic]
+) -> None:
+    """CPU ``pr_update``: turn sums into ranks, add the L1 change, clear ``rank_in``.
+
+    Args:
+        arrays: ``rank_in`` (read, then zeroed), ``rank_out`` (sums in, ranks out) and
+            ``pr_state`` (updated).
         scalars: ``damping`` and the derived ``n``.
     """
     state = arrays["pr_state"]
     n = int(scalars["n"].item())
     if state[STATE_DONE] != 0 or n == 0:
         return
-    rank_in, degree = arrays["rank_in"], arrays["out_degree"]
-    in_offsets, in_indices = arrays["in_offsets"], arrays["in_indices"]
-    shares = np.zeros(n, dtype=np.float32)
-    has_edges = degree > 0
-    shares[has_edges] = rank_in[has_edges] / degree[has_edges].astype(np.float32)
-    owner = np.repeat(np.arange(n), np.diff(in_offsets))
-    sums = np.bincount(owner, weights=shares[in_indices], minlength=n).astype(np.float32)
+    rank_in, rank_out = arrays["rank_in"], arrays["rank_out"]
     damping = _f32(scalars["damping"].item())
     teleport = (_f32(1.0) - damping) / _f32(n)
     dangling = _f32(state[STATE_DANGLING]) / _f32(n)
-    fresh = teleport + damping * (sums + dangling)
-    arrays["rank_out"][:] = fresh
+    fresh = teleport + damping * (rank_out + dangling)
     state[STATE_DIFF] += _f32(np.abs(fresh - rank_in).sum(dtype=np.float64))
+    rank_out[:] = fresh
+    rank_in.fill(0)
 
 
 def pr_check_reference(arrays: Mapping[str, np.ndarray], scalars: Mapping[str, np.generic]) -> None:
@@ -424,6 +439,7 @@ pr_init = Kernel(
     entry="pr_init",
     params=(
         BufferParam("rank", np.float32, "inout", "v"),
+        BufferParam("other", np.float32, "inout", "v"),
         _STATE,
         ScalarParam("tol", np.float32),
         ScalarParam("max_iter", np.int32),
@@ -443,22 +459,40 @@ pr_dangling = Kernel(
     reference=pr_dangling_reference,
 )
 
-pr_pull = Kernel(
-    name="pr_pull",
-    source=_PULL_SOURCE,
-    entry="pr_pull",
+#: Edges per warp task in ``pr_gather`` (the ``CHUNK`` of its source).
+_GATHER_CHUNK = 1024
+
+pr_gather = Kernel(
+    name="pr_gather",
+    source=_GATHER_SOURCE,
+    entry="pr_gather",
     params=(
         BufferParam("in_offsets", np.int64, "in", "v1"),
         BufferParam("in_indices", np.int32, "in", "e"),
         _OUT_DEGREE,
         BufferParam("rank_in", np.float32, "in", "v"),
+        BufferParam("sums", np.float32, "inout", "v"),
+        BufferParam("pr_state", np.float32, "in", STATE_WORDS),
+        _N,
+    ),
+    # One warp per chunk of edges (grid-stride beyond the cap).
+    launch=grid_stride("e", block=_BLOCK, items_per_thread=_GATHER_CHUNK // 32, max_blocks=65535),
+    reference=pr_gather_reference,
+)
+
+pr_update = Kernel(
+    name="pr_update",
+    source=_UPDATE_SOURCE,
+    entry="pr_update",
+    params=(
+        BufferParam("rank_in", np.float32, "inout", "v"),
         BufferParam("rank_out", np.float32, "inout", "v"),
         _STATE,
         ScalarParam("damping", np.float32),
         _N,
     ),
-    launch=grid_stride("v", block=_BLOCK),
-    reference=pr_pull_reference,
+    launch=grid_stride("v", block=_BLOCK, items_per_thread=8, max_blocks=1024),
+    reference=pr_update_reference,
 )
 
 pr_check = Kernel(
@@ -471,4 +505,4 @@ pr_check = Kernel(
 )
 
 #: The PageRank kernels, in the order a run first uses them.
-PAGERANK_KERNELS: tuple[Kernel, ...] = (pr_init, pr_dangling, pr_pull, pr_check)
+PAGERANK_KERNELS: tuple[Kernel, ...] = (pr_init, pr_dangling, pr_gather, pr_update, pr_check)

@@ -241,14 +241,19 @@ class ResidentGraphSession:
             }
 
             def half(src: ResidentBuffer, dst: ResidentBuffer) -> list[SequenceStep]:
+                # dst arrives zeroed (pr_init, or the previous pr_update clearing it).
                 return [
                     SequenceStep(
                         _pagerank.pr_dangling,
                         {"rank": src, "out_degree": b["out_degree"], "pr_state": pr_state},
                     ),
                     SequenceStep(
-                        _pagerank.pr_pull,
-                        {**graph_in, "rank_in": src, "rank_out": dst, "pr_state": pr_state},
+                        _pagerank.pr_gather,
+                        {**graph_in, "rank_in": src, "sums": dst, "pr_state": pr_state},
+                    ),
+                    SequenceStep(
+                        _pagerank.pr_update,
+                        {"rank_in": src, "rank_out": dst, "pr_state": pr_state},
                         {"damping": damping},
                     ),
                     SequenceStep(_pagerank.pr_check, {"pr_state": pr_state}),
@@ -257,7 +262,7 @@ class ResidentGraphSession:
             prefix = [
                 SequenceStep(
                     _pagerank.pr_init,
-                    {"rank": rank_a, "pr_state": pr_state},
+                    {"rank": rank_a, "other": rank_b, "pr_state": pr_state},
                     {"tol": tol, "max_iter": max_iter},
                 )
             ]
