@@ -21,8 +21,9 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from ._kernel import Kernel, LaunchRule, LaunchShape, grid_stride
+from ._kernel import Kernel, grid_stride
 from ._signature import BufferParam, ScalarParam
+from ._warp import WARP_MERGE, at_least_one_block, one_thread
 
 #: Words in the BFS state buffer (``int32``); the ``STATE_*`` constants index it.
 STATE_WORDS = 8
@@ -57,34 +58,6 @@ _BLOCK = 256  # a multiple of 32: the warp-cooperative paths use full-warp masks
 _PRELUDE = r"""
 #define FULL_MASK 0xffffffffu
 
-// Exclusive prefix sum of `x` over the warp; *total gets the warp's sum.
-__device__ __forceinline__ long long warp_exclusive_scan(long long x, unsigned lane,
-                                                         long long* total)
-{
-    long long inclusive = x;
-    for (int d = 1; d < 32; d <<= 1) {
-        const long long y = __shfl_up_sync(FULL_MASK, inclusive, d);
-        if (lane >= (unsigned)d) {
-            inclusive += y;
-        }
-    }
-    *total = __shfl_sync(FULL_MASK, inclusive, 31);
-    return inclusive - x;
-}
-
-// The lane whose range holds merged position k: the largest lane whose exclusive
-// start is <= k (starts never decrease across lanes, empty ranges share a start).
-__device__ __forceinline__ int warp_owner(long long start, long long k)
-{
-    int owner = 0;
-    for (int step = 16; step > 0; step >>= 1) {
-        const long long s = __shfl_sync(FULL_MASK, start, owner + step);
-        if (s <= k) {
-            owner += step;
-        }
-    }
-    return owner;
-}
 
 // Adds every thread's `count` to *counter with one atomic per block: warp shuffles,
 // then one word per warp in shared memory. Every thread of the block must call it.
@@ -140,6 +113,7 @@ extern "C" __global__ void bfs_init(int* __restrict__ levels,
 
 _TOP_DOWN_SOURCE = (
     _PRELUDE
+    + WARP_MERGE
     + r"""
 // A frontier vertex with at least this many out-edges is expanded by its whole warp,
 // so one hub does not hold 31 idle lanes for its whole adjacency list.
@@ -297,21 +271,6 @@ extern "C" __global__ void bfs_advance(const int* __restrict__ levels,
 """
 
 
-def _at_least_one_block(symbol: str) -> LaunchRule:
-    """A grid-stride rule that launches even for zero vertices: the state must be set."""
-    inner = grid_stride(symbol, block=_BLOCK)
-
-    def rule(sizes: Mapping[str, int]) -> LaunchShape:
-        shape = inner(sizes)
-        return LaunchShape(grid=(max(1, shape.grid[0]), 1, 1), block=shape.block)
-
-    return rule
-
-
-def _one_thread(sizes: Mapping[str, int]) -> LaunchShape:
-    return LaunchShape(grid=(1, 1, 1), block=(1, 1, 1))
-
-
 def _expand(
     offsets: np.ndarray, indices: np.ndarray, rows: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray]:
@@ -437,7 +396,7 @@ bfs_init = Kernel(
         ScalarParam("max_level", np.int32),
         _N,
     ),
-    launch=_at_least_one_block("v"),
+    launch=at_least_one_block("v", _BLOCK),
     reference=bfs_init_reference,
 )
 
@@ -483,7 +442,7 @@ bfs_advance = Kernel(
         _N,
         ScalarParam("bottom_up", np.int32),
     ),
-    launch=_one_thread,
+    launch=one_thread,
     reference=bfs_advance_reference,
 )
 

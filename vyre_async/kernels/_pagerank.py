@@ -35,8 +35,9 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from ._kernel import Kernel, LaunchRule, LaunchShape, grid_stride
+from ._kernel import Kernel, grid_stride
 from ._signature import BufferParam, ScalarParam
+from ._warp import WARP_MERGE, at_least_one_block, one_thread
 
 #: Words in the PageRank state buffer (``float32``); the ``STATE_*`` constants index it.
 STATE_WORDS = 8
@@ -147,40 +148,13 @@ extern "C" __global__ void pr_dangling(const float* __restrict__ rank,
 
 _GATHER_SOURCE = (
     _PRELUDE
+    + WARP_MERGE
     + r"""
 // Edges per warp task. A hub's in-list is cut into many tasks spread over the grid,
 // so no warp holds the launch open for a hub (one did: 6.4 ms per iteration at R-MAT
 // scale 22, SMs active 43% of the time).
 #define CHUNK 1024
 
-// Exclusive prefix sum of `x` over the warp; *total gets the warp's sum.
-__device__ __forceinline__ long long warp_exclusive_scan(long long x, unsigned lane,
-                                                         long long* total)
-{
-    long long inclusive = x;
-    for (int d = 1; d < 32; d <<= 1) {
-        const long long y = __shfl_up_sync(FULL_MASK, inclusive, d);
-        if (lane >= (unsigned)d) {
-            inclusive += y;
-        }
-    }
-    *total = __shfl_sync(FULL_MASK, inclusive, 31);
-    return inclusive - x;
-}
-
-// The lane whose range holds merged position k: the largest lane whose exclusive
-// start is <= k (starts never decrease across lanes, empty ranges share a start).
-__device__ __forceinline__ int warp_owner(long long start, long long k)
-{
-    int owner = 0;
-    for (int step = 16; step > 0; step >>= 1) {
-        const long long s = __shfl_sync(FULL_MASK, start, owner + step);
-        if (s <= k) {
-            owner += step;
-        }
-    }
-    return owner;
-}
 
 // The vertex whose in-list holds edge j: the largest v with offsets[v] <= j.
 __device__ __forceinline__ long long owning_vertex(const long long* offsets, int n, long long j)
@@ -304,21 +278,6 @@ extern "C" __global__ void pr_check(float* __restrict__ state)
     state[1] = 0.0f;
 }
 """
-
-
-def _at_least_one_block(symbol: str) -> LaunchRule:
-    """A grid-stride rule that launches even for zero vertices: the state must be set."""
-    inner = grid_stride(symbol, block=_BLOCK)
-
-    def rule(sizes: Mapping[str, int]) -> LaunchShape:
-        shape = inner(sizes)
-        return LaunchShape(grid=(max(1, shape.grid[0]), 1, 1), block=shape.block)
-
-    return rule
-
-
-def _one_thread(sizes: Mapping[str, int]) -> LaunchShape:
-    return LaunchShape(grid=(1, 1, 1), block=(1, 1, 1))
 
 
 def _f32(value: object) -> np.float32:
@@ -445,7 +404,7 @@ pr_init = Kernel(
         ScalarParam("max_iter", np.int32),
         _N,
     ),
-    launch=_at_least_one_block("v"),
+    launch=at_least_one_block("v", _BLOCK),
     reference=pr_init_reference,
 )
 
@@ -500,7 +459,7 @@ pr_check = Kernel(
     source=_CHECK_SOURCE,
     entry="pr_check",
     params=(_STATE,),
-    launch=_one_thread,
+    launch=one_thread,
     reference=pr_check_reference,
 )
 
