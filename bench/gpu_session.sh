@@ -9,6 +9,8 @@ mkdir -p "$OUT"
 { nvidia-smi; python3 -c "import cuda.bindings, numpy; print('cuda-bindings', cuda.bindings.__version__, 'numpy', numpy.__version__)"; python3 -m vyre_async.cli info; } > "$OUT/env.txt" 2>&1
 python3 -m pytest tests/gpu -m gpu -p no:cacheprovider -q -rs ${PYTEST_ARGS:-} > "$OUT/pytest-gpu.log" 2>&1
 tail -n 3 "$OUT/pytest-gpu.log"
+python3 examples/quickstart.py --backend cuda > "$OUT/quickstart.log" 2>&1
+echo "quickstart: exit $?"
 for bench in ${BENCH:-dispatch resident}; do
     python3 "bench/$bench.py" --out "$OUT/$bench.json" > "$OUT/$bench.log" 2>&1
     echo "$bench: exit $?"; tail -n 40 "$OUT/$bench.log"
