@@ -45,6 +45,10 @@ _TIMED = DispatchConfig(timing=True)
 _UNLIMITED = _bfs.BFS_UNLIMITED
 
 
+def _reached_vertices(levels: np.ndarray) -> np.ndarray:
+    return np.flatnonzero(levels >= 0).astype(np.int32)
+
+
 class _Run:
     """One traversal's scratch buffers and how many levels it ran."""
 
@@ -148,7 +152,8 @@ class ResidentGraphSession:
                 fix="use it inside `async with backend.resident_graph(graph) as session:`.",
             )
 
-    async def _upload(self) -> None:
+    def _device_arrays(self) -> dict[str, np.ndarray]:
+        """The arrays the kernels read: int64 offsets, out-degrees, the transpose."""
         graph = self._graph
         arrays: dict[str, np.ndarray] = {
             "offsets": graph.offsets.astype(np.int64, copy=False),
@@ -159,6 +164,12 @@ class ResidentGraphSession:
             transpose = graph.transpose()
             arrays["in_offsets"] = transpose.offsets.astype(np.int64, copy=False)
             arrays["in_indices"] = transpose.indices
+        return arrays
+
+    async def _upload(self) -> None:
+        graph = self._graph
+        # Widening offsets and transposing take seconds on large graphs: not on the loop.
+        arrays = await anyio.to_thread.run_sync(self._device_arrays)
         needed = sum(a.nbytes for a in arrays.values())
         before = self._backend.telemetry()
         try:
@@ -196,7 +207,7 @@ class ResidentGraphSession:
         async with self._bfs_run(source) as run:
             await self._traverse(run, source, k)
             result = await self._backend.read(run.levels)
-        return np.flatnonzero(result >= 0).astype(np.int32)
+        return await anyio.to_thread.run_sync(_reached_vertices, result)
 
     async def reach_count(self, source: int) -> int:
         """How many vertices ``source`` reaches (itself included); reads back 32 bytes."""
