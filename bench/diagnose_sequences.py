@@ -39,7 +39,8 @@ def cupy_pull(graph: va.graphs.CsrGraph) -> float:
     for i in range(12):
         start, end = cp.cuda.Event(), cp.cuda.Event()
         start.record()
-        kernel(shape.grid, shape.block, (offs, idx, deg, rank, out, state, np.int32(n)))
+        shares = rank / cp.maximum(deg, 1).astype(cp.float32)
+        kernel(shape.grid, shape.block, (offs, idx, shares, out, state, np.int32(n)))
         end.record()
         end.synchronize()
         if i >= 2:
@@ -56,25 +57,31 @@ async def ours(graph: va.graphs.CsrGraph) -> None:
         rb = await backend.alloc(4 * n, np.float32)
         st = await backend.alloc(32, np.float32)
         timed = va.DispatchConfig(timing=True)
+        shares = await backend.alloc(4 * n, np.float32)
+        deg = b["out_degree"]
         init = va.SequenceStep(
             pr_init,
-            {"rank": ra, "other": rb, "pr_state": st},
+            {"rank": ra, "other": rb, "contrib": shares, "out_degree": deg, "pr_state": st},
             {"tol": 1e-30, "max_iter": 10_000},
         )
-        graph_in = {
-            "in_offsets": b["in_offsets"],
-            "in_indices": b["in_indices"],
-            "out_degree": b["out_degree"],
-        }
+        graph_in = {"in_offsets": b["in_offsets"], "in_indices": b["in_indices"]}
         steps = {
             "pr_dangling": va.SequenceStep(
                 pr_dangling, {"rank": ra, "out_degree": b["out_degree"], "pr_state": st}
             ),
             "pr_gather": va.SequenceStep(
-                pr_gather, {**graph_in, "rank_in": ra, "sums": rb, "pr_state": st}
+                pr_gather, {**graph_in, "contrib": shares, "sums": rb, "pr_state": st}
             ),
             "pr_update": va.SequenceStep(
-                pr_update, {"rank_in": ra, "rank_out": rb, "pr_state": st}, {"damping": 0.85}
+                pr_update,
+                {
+                    "rank_in": ra,
+                    "rank_out": rb,
+                    "out_degree": deg,
+                    "contrib": shares,
+                    "pr_state": st,
+                },
+                {"damping": 0.85},
             ),
             "pr_check": va.SequenceStep(pr_check, {"pr_state": st}),
         }
@@ -96,7 +103,7 @@ async def ours(graph: va.graphs.CsrGraph) -> None:
                 f"body x{repeats:<3d} enqueue {enqueue * 1e3:8.3f} ms  "
                 f"device {(t.device_ns or 0) / 1e6:8.3f} ms  wall {t.wall_ns / 1e6:8.3f} ms"
             )
-        for buf in (ra, rb, st):
+        for buf in (ra, rb, st, shares):
             await backend.free(buf)
 
 

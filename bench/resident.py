@@ -233,7 +233,11 @@ def main() -> None:
     reach = gpu["reach_runs"]
     median_bfs = statistics.median(r["wall_s"] for r in bfs)
     pr = gpu["pagerank"]
-    pr_bytes_per_iter = 12 * e + 32 * v  # indices, rank and degree gathers; offsets, writes
+    # The fewest bytes any pull iteration moves: each column index and one 4-byte share
+    # per edge, the int64 offsets, the old ranks (convergence test) and the new ranks.
+    # (Runs before run6 counted 12 bytes per edge, a degree gather the kernel no longer
+    # makes, which overstated their bandwidth.)
+    pr_bytes_per_iter = 8 * e + 16 * v
     pr_bandwidth = pr_bytes_per_iter * pr["iterations"] / pr["device_s"]
     summary = {
         "benchmark": "resident",

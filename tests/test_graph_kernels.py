@@ -385,17 +385,24 @@ def _pagerank(graph: Graph, *, damping: float, tol: float, max_iter: int) -> Pag
     a = np.full(graph.n, np.nan, dtype=np.float32)  # garbage: init must overwrite A
     b = np.full(graph.n, np.nan, dtype=np.float32)  # garbage: init must zero B
     state = np.full(PR_STATE_WORDS, 5.0, dtype=np.float32)
-    _call(pr_init, {"rank": a, "other": b, "pr_state": state}, tol=tol, max_iter=max_iter)
+    contrib = np.full(graph.n, np.nan, dtype=np.float32)  # garbage: init must set it
+    _call(
+        pr_init,
+        {"rank": a, "other": b, "contrib": contrib, "out_degree": out_degree, "pr_state": state},
+        tol=tol,
+        max_iter=max_iter,
+    )
 
     def half(src: np.ndarray, dst: np.ndarray) -> None:
         _call(
             pr_dangling,
             {"rank": _read_only(src.view()), "out_degree": out_degree, "pr_state": state},
         )
-        graph_in = {"in_offsets": in_offsets, "in_indices": in_indices, "out_degree": out_degree}
-        gather = {**graph_in, "rank_in": _read_only(src.view()), "sums": dst}
-        _call(pr_gather, {**gather, "pr_state": _read_only(state.view())})
-        _call(pr_update, {"rank_in": src, "rank_out": dst, "pr_state": state}, damping=damping)
+        gather = {"in_offsets": in_offsets, "in_indices": in_indices, "sums": dst}
+        shares = _read_only(contrib.view())
+        _call(pr_gather, {**gather, "contrib": shares, "pr_state": _read_only(state.view())})
+        update = {"rank_in": src, "rank_out": dst, "out_degree": out_degree, "contrib": contrib}
+        _call(pr_update, {**update, "pr_state": state}, damping=damping)
         _call(pr_check, {"pr_state": state})
 
     for _ in range(max(0, max_iter) // 2 + 3):  # overshoots, as a repeated sequence does
@@ -556,23 +563,30 @@ def test_pagerank_kernels_do_nothing_once_done(rng: np.random.Generator) -> None
     before = (rank_in.copy(), rank_out.copy(), state.copy())
     common = {"out_degree": graph.out_degree(), "pr_state": state}
 
+    contrib = rng.random(100).astype(np.float32)
+    before = (*before, contrib.copy())
     _call(pr_dangling, {"rank": _read_only(rank_in.view()), **common})
     _call(
         pr_gather,
         {
             "in_offsets": in_offsets,
             "in_indices": in_indices,
-            "rank_in": _read_only(rank_in.view()),
+            "contrib": _read_only(contrib.view()),
             "sums": rank_out,
-            **common,
+            "pr_state": state,
         },
     )
-    _call(pr_update, {"rank_in": rank_in, "rank_out": rank_out, "pr_state": state}, damping=0.85)
+    _call(
+        pr_update,
+        {"rank_in": rank_in, "rank_out": rank_out, "contrib": contrib, **common},
+        damping=0.85,
+    )
     _call(pr_check, {"pr_state": state})
 
     np.testing.assert_array_equal(rank_in, before[0])
     np.testing.assert_array_equal(rank_out, before[1])
     np.testing.assert_array_equal(state, before[2])
+    np.testing.assert_array_equal(contrib, before[3])
 
 
 # ---------------------------------------------------------------------------- NVRTC

@@ -98,6 +98,8 @@ __device__ __forceinline__ void block_add_sum(float value, float* total)
 _INIT_SOURCE = r"""
 extern "C" __global__ void pr_init(float* __restrict__ rank,
                                    float* __restrict__ other,
+                                   float* __restrict__ contrib,
+                                   const int* __restrict__ out_degree,
                                    float* __restrict__ state,
                                    float tol,
                                    int max_iter,
@@ -108,6 +110,8 @@ extern "C" __global__ void pr_init(float* __restrict__ rank,
     for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
         rank[i] = uniform;
         other[i] = 0.0f;  // the first pr_gather accumulates into it
+        const int degree = __ldg(&out_degree[i]);
+        contrib[i] = degree > 0 ? uniform / (float)degree : 0.0f;
     }
     if (blockIdx.x == 0 && threadIdx.x == 0) {
         state[0] = 0.0f;
@@ -172,17 +176,9 @@ __device__ __forceinline__ long long owning_vertex(const long long* offsets, int
     return lo;
 }
 
-__device__ __forceinline__ float share(const float* rank, const int* out_degree, int u)
-{
-    // A vertex with edges but a zero out_degree would divide by zero; it gives nothing.
-    const int degree = __ldg(&out_degree[u]);
-    return degree > 0 ? __ldg(&rank[u]) / (float)degree : 0.0f;
-}
-
 extern "C" __global__ void pr_gather(const long long* __restrict__ in_offsets,
                                      const int* __restrict__ in_indices,
-                                     const int* __restrict__ out_degree,
-                                     const float* __restrict__ rank_in,
+                                     const float* __restrict__ contrib,
                                      float* __restrict__ sums,
                                      const float* __restrict__ state,
                                      int n)
@@ -217,7 +213,9 @@ extern "C" __global__ void pr_gather(const long long* __restrict__ in_offsets,
                 const long long owner_begin = __shfl_sync(FULL_MASK, begin, owner);
                 const long long owner_start = __shfl_sync(FULL_MASK, start, owner);
                 const long long edge = owner_begin + (k - owner_start);
-                float x = k < total ? share(rank_in, out_degree, __ldg(&in_indices[edge])) : 0.0f;
+                // One gather per edge: rank[u] / out_degree[u] was stored by the last
+                // pr_update (or pr_init), not recomputed from two gathers here.
+                float x = k < total ? __ldg(&contrib[__ldg(&in_indices[edge])]) : 0.0f;
                 for (int d = 1; d < 32; d <<= 1) {
                     const float y = __shfl_down_sync(FULL_MASK, x, d);
                     const int y_owner = __shfl_down_sync(FULL_MASK, owner, d);
@@ -241,6 +239,8 @@ _UPDATE_SOURCE = (
     + r"""
 extern "C" __global__ void pr_update(float* __restrict__ rank_in,
                                      float* __restrict__ rank_out,
+                                     const int* __restrict__ out_degree,
+                                     float* __restrict__ contrib,
                                      float* __restrict__ state,
                                      float damping,
                                      int n)
@@ -257,6 +257,8 @@ extern "C" __global__ void pr_update(float* __restrict__ rank_in,
         diff += fabsf(fresh - rank_in[v]);
         rank_out[v] = fresh;
         rank_in[v] = 0.0f;  // the next pr_gather accumulates into it
+        const int degree = __ldg(&out_degree[v]);
+        contrib[v] = degree > 0 ? fresh / (float)degree : 0.0f;  // what the next gather reads
     }
     block_add_sum(diff, &state[1]);
 }
@@ -288,7 +290,8 @@ def pr_init_reference(arrays: Mapping[str, np.ndarray], scalars: Mapping[str, np
     """CPU ``pr_init``: uniform ranks, a zeroed second buffer and a fresh state.
 
     Args:
-        arrays: ``rank``, ``other`` (float32, written) and ``pr_state`` (8 float32).
+        arrays: ``rank``, ``other``, ``contrib`` (float32, written), ``out_degree``
+            (read) and ``pr_state`` (8 float32, written).
         scalars: ``tol``, ``max_iter`` and the derived ``n``.
     """
     rank, state = arrays["rank"], arrays["pr_state"]
@@ -296,6 +299,7 @@ def pr_init_reference(arrays: Mapping[str, np.ndarray], scalars: Mapping[str, np
     if n > 0:
         rank.fill(_f32(1.0) / _f32(n))
     arrays["other"].fill(0)
+    _store_shares(arrays["contrib"], rank, arrays["out_degree"])
     done = 1.0 if max_iter <= 0 or n <= 0 else 0.0
     limit = float(min(max_iter, PR_MAX_ITER_LIMIT))
     state[:] = (0.0, 0.0, done, 0.0, scalars["tol"].item(), limit, 0.0, 0.0)
@@ -320,40 +324,42 @@ def pr_dangling_reference(
     state[STATE_DANGLING] += _f32(mass)
 
 
+def _store_shares(contrib: np.ndarray, rank: np.ndarray, degree: np.ndarray) -> None:
+    """``contrib[v] = rank[v] / out_degree[v]`` in float32, 0 where there are no out-edges."""
+    contrib.fill(0)
+    has_edges = degree > 0
+    contrib[has_edges] = rank[has_edges] / degree[has_edges].astype(np.float32)
+
+
 def pr_gather_reference(
     arrays: Mapping[str, np.ndarray], scalars: Mapping[str, np.generic]
 ) -> None:
-    """CPU ``pr_gather``: add each vertex's pulled shares to ``sums``.
+    """CPU ``pr_gather``: add each vertex's pulled shares ``contrib[u]`` to ``sums``.
 
-    Shares ``rank_in[u] / out_degree[u]`` are float32 divisions as on the device; each
-    vertex's sum is taken in float64 and rounded once, standing in for the device's
-    partial sums and atomic adds.
+    Each vertex's sum is taken in float64 and rounded once, standing in for the
+    device's warp partial sums and atomic adds.
 
     Args:
-        arrays: ``in_offsets``, ``in_indices``, ``out_degree``, ``rank_in`` (read),
-            ``sums`` (added to) and ``pr_state`` (read).
+        arrays: ``in_offsets``, ``in_indices``, ``contrib`` (read), ``sums`` (added to)
+            and ``pr_state`` (read).
         scalars: The derived ``n``.
     """
     n = int(scalars["n"].item())
     if arrays["pr_state"][STATE_DONE] != 0 or n == 0:
         return
-    rank_in, degree = arrays["rank_in"], arrays["out_degree"]
-    shares = np.zeros(n, dtype=np.float32)
-    has_edges = degree > 0
-    shares[has_edges] = rank_in[has_edges] / degree[has_edges].astype(np.float32)
     owner = np.repeat(np.arange(n), np.diff(arrays["in_offsets"]))
-    pulled = np.bincount(owner, weights=shares[arrays["in_indices"]], minlength=n)
+    pulled = np.bincount(owner, weights=arrays["contrib"][arrays["in_indices"]], minlength=n)
     arrays["sums"][:] = (arrays["sums"] + pulled).astype(np.float32)
 
 
 def pr_update_reference(
     arrays: Mapping[str, np.ndarray], scalars: Mapping[str, np.generic]
 ) -> None:
-    """CPU ``pr_update``: turn sums into ranks, add the L1 change, clear ``rank_in``.
+    """CPU ``pr_update``: sums into ranks, the L1 change, shares for the next gather.
 
     Args:
-        arrays: ``rank_in`` (read, then zeroed), ``rank_out`` (sums in, ranks out) and
-            ``pr_state`` (updated).
+        arrays: ``rank_in`` (read, then zeroed), ``rank_out`` (sums in, ranks out),
+            ``out_degree`` (read), ``contrib`` (written) and ``pr_state`` (updated).
         scalars: ``damping`` and the derived ``n``.
     """
     state = arrays["pr_state"]
@@ -368,6 +374,7 @@ def pr_update_reference(
     state[STATE_DIFF] += _f32(np.abs(fresh - rank_in).sum(dtype=np.float64))
     rank_out[:] = fresh
     rank_in.fill(0)
+    _store_shares(arrays["contrib"], rank_out, arrays["out_degree"])
 
 
 def pr_check_reference(arrays: Mapping[str, np.ndarray], scalars: Mapping[str, np.generic]) -> None:
@@ -391,6 +398,8 @@ def pr_check_reference(arrays: Mapping[str, np.ndarray], scalars: Mapping[str, n
 _STATE = BufferParam("pr_state", np.float32, "inout", STATE_WORDS)
 _N = ScalarParam("n", np.int32, default="v")
 _OUT_DEGREE = BufferParam("out_degree", np.int32, "in", "v")
+#: ``rank[v] / out_degree[v]`` of the current ranks (0 without out-edges).
+_CONTRIB = BufferParam("contrib", np.float32, "inout", "v")
 
 pr_init = Kernel(
     name="pr_init",
@@ -399,6 +408,8 @@ pr_init = Kernel(
     params=(
         BufferParam("rank", np.float32, "inout", "v"),
         BufferParam("other", np.float32, "inout", "v"),
+        _CONTRIB,
+        _OUT_DEGREE,
         _STATE,
         ScalarParam("tol", np.float32),
         ScalarParam("max_iter", np.int32),
@@ -428,8 +439,7 @@ pr_gather = Kernel(
     params=(
         BufferParam("in_offsets", np.int64, "in", "v1"),
         BufferParam("in_indices", np.int32, "in", "e"),
-        _OUT_DEGREE,
-        BufferParam("rank_in", np.float32, "in", "v"),
+        BufferParam("contrib", np.float32, "in", "v"),
         BufferParam("sums", np.float32, "inout", "v"),
         BufferParam("pr_state", np.float32, "in", STATE_WORDS),
         _N,
@@ -446,6 +456,8 @@ pr_update = Kernel(
     params=(
         BufferParam("rank_in", np.float32, "inout", "v"),
         BufferParam("rank_out", np.float32, "inout", "v"),
+        _OUT_DEGREE,
+        _CONTRIB,
         _STATE,
         ScalarParam("damping", np.float32),
         _N,

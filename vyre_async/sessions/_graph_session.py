@@ -88,7 +88,7 @@ class ResidentGraphSession:
         self._state = SessionState.UNOPENED
         self._buffers: dict[str, ResidentBuffer] = {}
         self._free_bfs: list[tuple[ResidentBuffer, ResidentBuffer]] = []
-        self._free_pr: list[tuple[ResidentBuffer, ResidentBuffer, ResidentBuffer]] = []
+        self._free_pr: list[tuple[ResidentBuffer, ...]] = []
         self._scratch: list[ResidentBuffer] = []
         self._counters = RunCounters()
         self._graph_bytes = 0
@@ -241,15 +241,10 @@ class ResidentGraphSession:
             )
         before = self._backend.telemetry()
         started = time.perf_counter_ns()
-        rank_a, rank_b, pr_state = await self._take_pr_scratch()
+        rank_a, rank_b, contrib, pr_state = await self._take_pr_scratch()
         run = _Run(rank_a, pr_state)
         try:
             b = self._buffers
-            graph_in = {
-                "in_offsets": b["in_offsets"],
-                "in_indices": b["in_indices"],
-                "out_degree": b["out_degree"],
-            }
 
             def half(src: ResidentBuffer, dst: ResidentBuffer) -> list[SequenceStep]:
                 # dst arrives zeroed (pr_init, or the previous pr_update clearing it).
@@ -260,11 +255,23 @@ class ResidentGraphSession:
                     ),
                     SequenceStep(
                         _pagerank.pr_gather,
-                        {**graph_in, "rank_in": src, "sums": dst, "pr_state": pr_state},
+                        {
+                            "in_offsets": b["in_offsets"],
+                            "in_indices": b["in_indices"],
+                            "contrib": contrib,
+                            "sums": dst,
+                            "pr_state": pr_state,
+                        },
                     ),
                     SequenceStep(
                         _pagerank.pr_update,
-                        {"rank_in": src, "rank_out": dst, "pr_state": pr_state},
+                        {
+                            "rank_in": src,
+                            "rank_out": dst,
+                            "out_degree": b["out_degree"],
+                            "contrib": contrib,
+                            "pr_state": pr_state,
+                        },
                         {"damping": damping},
                     ),
                     SequenceStep(_pagerank.pr_check, {"pr_state": pr_state}),
@@ -273,7 +280,13 @@ class ResidentGraphSession:
             prefix = [
                 SequenceStep(
                     _pagerank.pr_init,
-                    {"rank": rank_a, "other": rank_b, "pr_state": pr_state},
+                    {
+                        "rank": rank_a,
+                        "other": rank_b,
+                        "contrib": contrib,
+                        "out_degree": b["out_degree"],
+                        "pr_state": pr_state,
+                    },
                     {"tol": tol, "max_iter": max_iter},
                 )
             ]
@@ -282,7 +295,7 @@ class ResidentGraphSession:
             iterations = int(words[_pagerank.STATE_ITERATIONS])
             ranks = await self._backend.read(rank_b if iterations % 2 else rank_a)
         finally:
-            self._free_pr.append((rank_a, rank_b, pr_state))
+            self._free_pr.append((rank_a, rank_b, contrib, pr_state))
         self._counters.add_run(
             before,
             self._backend.telemetry(),
@@ -337,16 +350,16 @@ class ResidentGraphSession:
             run.device_ns,
         )
 
-    async def _take_pr_scratch(self) -> tuple[ResidentBuffer, ResidentBuffer, ResidentBuffer]:
+    async def _take_pr_scratch(self) -> tuple[ResidentBuffer, ...]:
+        """Two rank buffers, the shares buffer and the state (reused when one is free)."""
         if self._free_pr:
             self._counters.scratch_reused += 1
             return self._free_pr.pop()
         nbytes = 4 * self._graph.num_vertices
-        rank_a = await self._backend.alloc(nbytes, np.float32)
-        rank_b = await self._backend.alloc(nbytes, np.float32)
-        state = await self._backend.alloc(4 * _pagerank.STATE_WORDS, np.float32)
-        self._scratch += [rank_a, rank_b, state]
-        return rank_a, rank_b, state
+        buffers = [await self._backend.alloc(nbytes, np.float32) for _ in range(3)]
+        buffers.append(await self._backend.alloc(4 * _pagerank.STATE_WORDS, np.float32))
+        self._scratch += buffers
+        return tuple(buffers)
 
     async def _traverse(self, run: _Run, source: int, max_level: int) -> np.ndarray:
         b = self._buffers
