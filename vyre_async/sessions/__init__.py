@@ -2,6 +2,20 @@
 
 from ._graph_session import ResidentGraphSession as ResidentGraphSession
 from ._graph_session import SessionState as SessionState
+from ._planner import MultiQueryPlan as MultiQueryPlan
+from ._planner import QueryChunk as QueryChunk
+from ._planner import TraversalQuery as TraversalQuery
+from ._planner import chunk_bytes as chunk_bytes
+from ._planner import plan_multi_query as plan_multi_query
 from ._stats import SessionStats as SessionStats
 
-__all__ = ["ResidentGraphSession", "SessionState", "SessionStats"]
+__all__ = [
+    "MultiQueryPlan",
+    "QueryChunk",
+    "ResidentGraphSession",
+    "SessionState",
+    "SessionStats",
+    "TraversalQuery",
+    "chunk_bytes",
+    "plan_multi_query",
+]
