@@ -30,11 +30,13 @@ from .errors import DeviceLostError as DeviceLostError
 from .errors import DispatchError as DispatchError
 from .errors import LifecycleError as LifecycleError
 from .errors import OutOfMemoryError as OutOfMemoryError
+from .errors import QueueFullError as QueueFullError
 from .errors import UnsupportedFeatureError as UnsupportedFeatureError
 from .errors import ValidationError as ValidationError
 from .errors import VyreError as VyreError
 from .kernels import Kernel as Kernel
 from .logging import configure_logging as configure_logging
+from .sessions import BatchingConfig as BatchingConfig
 from .sessions import ResidentGraphSession as ResidentGraphSession
 from .sessions import SessionStats as SessionStats
 from .streams import DispatchTiming as DispatchTiming
@@ -48,6 +50,7 @@ __version__ = "0.1.0"
 __all__ = [
     "Backend",
     "BackendState",
+    "BatchingConfig",
     "CompileError",
     "ConfigurationError",
     "CpuBackend",
@@ -59,6 +62,7 @@ __all__ = [
     "LifecycleError",
     "OutOfMemoryError",
     "PendingDispatch",
+    "QueueFullError",
     "ReadRange",
     "ResidentBuffer",
     "ResidentGraphSession",

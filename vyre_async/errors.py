@@ -20,6 +20,7 @@ __all__ = [
     "DispatchError",
     "LifecycleError",
     "OutOfMemoryError",
+    "QueueFullError",
     "UnsupportedFeatureError",
     "ValidationError",
     "VyreError",
@@ -109,6 +110,12 @@ class DispatchError(VyreError):
     """A dispatch failed or timed out after it was accepted."""
 
     code: ClassVar[int] = 60
+
+
+class QueueFullError(DispatchError):
+    """A bounded queue that rejects when full (rather than blocking) refused a request."""
+
+    code: ClassVar[int] = 61
 
 
 class UnsupportedFeatureError(VyreError):

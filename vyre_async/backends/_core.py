@@ -29,7 +29,7 @@ from ._sequence import ReadRange, SequenceStep, bind_step, resolve_range
 
 if TYPE_CHECKING:
     from ..graphs import CsrGraph
-    from ..sessions import ResidentGraphSession
+    from ..sessions import BatchingConfig, ResidentGraphSession
 
 S = TypeVar("S")
 Outputs = dict[str, np.ndarray]
@@ -462,17 +462,20 @@ class BackendCore(ABC, Generic[S]):
         return plans
 
     # ----------------------------------------------------------------- sessions
-    def resident_graph(self, graph: CsrGraph) -> ResidentGraphSession:
+    def resident_graph(
+        self, graph: CsrGraph, *, batching: BatchingConfig | None = None
+    ) -> ResidentGraphSession:
         """A session keeping ``graph`` on this backend; use it with ``async with``.
 
         The graph is uploaded once on entry (one allocation) and freed on exit, also
-        on error or cancellation.
+        on error or cancellation. With ``batching``, concurrent queries are coalesced
+        into multi-source traversals.
         """
         # The one upward import: DESIGN's API puts the factory on the backend, while
         # sessions sit above backends and build only on the Backend protocol.
         from ..sessions import ResidentGraphSession
 
-        return ResidentGraphSession(self, graph)
+        return ResidentGraphSession(self, graph, batching=batching)
 
     # ----------------------------------------------------------------- telemetry
     def telemetry(self) -> TelemetrySnapshot:

@@ -21,7 +21,7 @@ from ._sequence import ReadRange, SequenceStep
 
 if TYPE_CHECKING:
     from ..graphs import CsrGraph
-    from ..sessions import ResidentGraphSession
+    from ..sessions import BatchingConfig, ResidentGraphSession
 
 
 class Backend(Protocol):
@@ -121,7 +121,9 @@ class Backend(Protocol):
         """Release a resident buffer."""
         ...
 
-    def resident_graph(self, graph: CsrGraph) -> ResidentGraphSession:
+    def resident_graph(
+        self, graph: CsrGraph, *, batching: BatchingConfig | None = None
+    ) -> ResidentGraphSession:
         """A session keeping ``graph`` resident; use it with ``async with``."""
         ...
 

@@ -22,6 +22,19 @@ from ._kernel import BoundCall as BoundCall
 from ._kernel import Kernel as Kernel
 from ._kernel import LaunchShape as LaunchShape
 from ._kernel import grid_stride as grid_stride
+from ._msbfs import MSBFS_KERNELS as MSBFS_KERNELS
+from ._msbfs import MSBFS_MAX_WORDS as MSBFS_MAX_WORDS
+from ._msbfs import MSBFS_STATE_WORDS as MSBFS_STATE_WORDS
+from ._msbfs import MSBFS_UNLIMITED as MSBFS_UNLIMITED
+from ._msbfs import msbfs_advance as msbfs_advance
+from ._msbfs import msbfs_count as msbfs_count
+from ._msbfs import msbfs_expand as msbfs_expand
+from ._msbfs import msbfs_expand_hubs as msbfs_expand_hubs
+from ._msbfs import msbfs_init as msbfs_init
+from ._msbfs import msbfs_init_levels as msbfs_init_levels
+from ._msbfs import msbfs_init_targets as msbfs_init_targets
+from ._msbfs import msbfs_record_levels as msbfs_record_levels
+from ._msbfs import msbfs_record_targets as msbfs_record_targets
 from ._nvrtc import nvrtc_version as nvrtc_version
 from ._pagerank import PAGERANK_KERNELS as PAGERANK_KERNELS
 from ._pagerank import PR_STATE_WORDS as PR_STATE_WORDS
@@ -41,6 +54,7 @@ BUILTIN_KERNELS: tuple[Kernel, ...] = (
     histogram256,
     *BFS_KERNELS,
     *PAGERANK_KERNELS,
+    *MSBFS_KERNELS,
 )
 
 __all__ = [
@@ -53,6 +67,10 @@ __all__ = [
     "CompiledKernel",
     "Kernel",
     "LaunchShape",
+    "MSBFS_KERNELS",
+    "MSBFS_MAX_WORDS",
+    "MSBFS_STATE_WORDS",
+    "MSBFS_UNLIMITED",
     "PAGERANK_KERNELS",
     "PR_STATE_WORDS",
     "ScalarParam",
@@ -65,6 +83,15 @@ __all__ = [
     "compile_kernel",
     "grid_stride",
     "histogram256",
+    "msbfs_advance",
+    "msbfs_count",
+    "msbfs_expand",
+    "msbfs_expand_hubs",
+    "msbfs_init",
+    "msbfs_init_levels",
+    "msbfs_init_targets",
+    "msbfs_record_levels",
+    "msbfs_record_targets",
     "nvrtc_version",
     "pr_check",
     "pr_dangling",

@@ -1,5 +1,9 @@
 """Sessions: work kept resident on a backend (resident graphs and their analyses)."""
 
+from ._batch_stats import BatcherStats as BatcherStats
+from ._batcher import BatcherState as BatcherState
+from ._batcher import DynamicBatcher as DynamicBatcher
+from ._graph_session import BatchingConfig as BatchingConfig
 from ._graph_session import ResidentGraphSession as ResidentGraphSession
 from ._graph_session import SessionState as SessionState
 from ._planner import MultiQueryPlan as MultiQueryPlan
@@ -10,6 +14,10 @@ from ._planner import plan_multi_query as plan_multi_query
 from ._stats import SessionStats as SessionStats
 
 __all__ = [
+    "BatcherState",
+    "BatcherStats",
+    "BatchingConfig",
+    "DynamicBatcher",
     "MultiQueryPlan",
     "QueryChunk",
     "ResidentGraphSession",

@@ -14,39 +14,59 @@ run, so steady-state runs allocate nothing.
 from __future__ import annotations
 
 import enum
+import itertools
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from types import TracebackType
-from typing import Self
+from typing import Annotated, Any, Self
 
 import anyio
+import msgspec
 import numpy as np
 
 from ..backends import (
     Backend,
     BackendState,
-    DispatchConfig,
-    ReadRange,
     ResidentBuffer,
     SequenceStep,
 )
 from ..errors import LifecycleError, OutOfMemoryError, ValidationError
 from ..graphs import CsrGraph
-from ..kernels import _bfs, _pagerank
+from ..kernels import MSBFS_MAX_WORDS, _bfs, _pagerank
+from ._batch_stats import BatcherStats
+from ._batcher import DynamicBatcher
+from ._multi_query import MultiSourceTraversal
+from ._planner import Readback, TraversalQuery, plan_multi_query
+from ._repeat import run_until_done
 from ._stats import RunCounters, SessionStats
 
-#: Levels (or PageRank iteration pairs) per submission at first; doubles up to the cap.
-#: A level that finds the traversal done costs three empty launches on the device and
-#: nothing on the host, so the first batch covers a typical small-world graph's depth.
-FIRST_BATCH = 16
-MAX_BATCH = 256
-_TIMED = DispatchConfig(timing=True)
 _UNLIMITED = _bfs.BFS_UNLIMITED
+#: Device bytes one multi-source traversal may use besides the graph, by default.
+DEFAULT_QUERY_BUDGET = 4 << 30
 
 
 def _reached_vertices(levels: np.ndarray) -> np.ndarray:
     return np.flatnonzero(levels >= 0).astype(np.int32)
+
+
+class BatchingConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """How concurrent ``bfs`` / ``khop`` / ``reach_count`` calls are coalesced.
+
+    Attributes:
+        max_batch: Queries per multi-source traversal (64 per 64-bit lane word, up to
+            1024).
+        max_delay: Seconds the oldest queued query may wait for more company while a
+            traversal runs; when the device is idle a batch starts at once.
+        queue_size: Queries that may wait; a full queue blocks callers, or rejects
+            them with QueueFullError when ``reject_when_full``.
+        reject_when_full: Reject rather than block when the queue is full.
+    """
+
+    max_batch: Annotated[int, msgspec.Meta(ge=1, le=1024)] = 1024
+    max_delay: Annotated[float, msgspec.Meta(ge=0)] = 0.0005
+    queue_size: Annotated[int, msgspec.Meta(ge=1)] = 65536
+    reject_when_full: bool = False
 
 
 class _Run:
@@ -75,12 +95,19 @@ class ResidentGraphSession:
     Made by :meth:`Backend.resident_graph` (an async context manager); every method
     raises :class:`LifecycleError` outside it.
 
+    With ``batching``, concurrent ``bfs`` / ``khop`` / ``reach_count`` calls queue
+    into a :class:`DynamicBatcher` and run together as multi-source traversals; a
+    lone call still runs the single-source, direction-optimizing traversal.
+
     Args:
         backend: An open backend.
         graph: The graph; it is not copied on the host, only uploaded.
+        batching: Coalesce concurrent queries (``None``: every call runs alone).
     """
 
-    def __init__(self, backend: Backend, graph: CsrGraph) -> None:
+    def __init__(
+        self, backend: Backend, graph: CsrGraph, *, batching: BatchingConfig | None = None
+    ) -> None:
         if not isinstance(graph, CsrGraph):
             raise TypeError(f"resident_graph takes a CsrGraph, got {type(graph).__name__}")
         self._backend = backend
@@ -93,6 +120,10 @@ class ResidentGraphSession:
         self._counters = RunCounters()
         self._graph_bytes = 0
         self._graph_allocations = 0
+        self._batching = batching
+        self._batcher: DynamicBatcher[TraversalQuery, Any] | None = None
+        self._task_group: anyio.abc.TaskGroup | None = None
+        self._query_ids = itertools.count()
 
     # ----------------------------------------------------------------- lifecycle
     @property
@@ -114,10 +145,27 @@ class ResidentGraphSession:
         self._state = SessionState.OPEN
         try:
             await self._upload()
+            if self._batching is not None:
+                await self._start_batcher(self._batching)
         except BaseException:
             await self.aclose()
             raise
         return self
+
+    async def _start_batcher(self, config: BatchingConfig) -> None:
+        self._batcher = DynamicBatcher(
+            self._run_batch,
+            max_batch=config.max_batch,
+            max_delay=config.max_delay,
+            queue_size=config.queue_size,
+            reject_when_full=config.reject_when_full,
+            group=lambda query: query.group,
+            name="resident-graph query batcher",
+        )
+        task_group = anyio.create_task_group()
+        await task_group.__aenter__()
+        self._task_group = task_group
+        await task_group.start(self._batcher.run)
 
     async def __aexit__(
         self,
@@ -131,6 +179,14 @@ class ResidentGraphSession:
         """Free the graph and every scratch buffer. Idempotent; runs even when cancelled."""
         if self._state is SessionState.CLOSED:
             return
+        if self._batcher is not None and self._task_group is not None:
+            # Queued queries still run (the session is open for them), then the
+            # batcher's task ends and its task group exits.
+            batcher, task_group = self._batcher, self._task_group
+            self._batcher = self._task_group = None
+            with anyio.CancelScope(shield=True):
+                await batcher.aclose()
+            await task_group.__aexit__(None, None, None)
         self._state = SessionState.CLOSED
         buffers = list({b.id: b for b in (*self._buffers.values(), *self._scratch)}.values())
         self._buffers.clear()
@@ -195,7 +251,13 @@ class ResidentGraphSession:
         """BFS levels from ``source``: int32, 0 at the source, -1 where unreachable.
 
         Direction-optimizing: levels switch to bottom-up when the frontier is large.
+        With batching, concurrent calls share multi-source traversals.
         """
+        if self._batcher is not None:
+            levels: np.ndarray = await self._submit(
+                TraversalQuery(id=0, source=self._checked(source))
+            )
+            return levels
         async with self._bfs_run(source) as run:
             await self._traverse(run, source, _UNLIMITED)
             return await self._backend.read(run.levels)
@@ -204,6 +266,10 @@ class ResidentGraphSession:
         """Vertices within ``k`` hops of ``source`` (the source included), sorted int32."""
         if isinstance(k, bool) or not isinstance(k, int) or k < 0:
             raise ValidationError(f"k must be a non-negative int, got {k!r}", fix="pass k >= 0.")
+        if self._batcher is not None:
+            query = TraversalQuery(id=0, source=self._checked(source), kind="khop", k=k)
+            vertices: np.ndarray = await self._submit(query)
+            return vertices
         async with self._bfs_run(source) as run:
             await self._traverse(run, source, k)
             result = await self._backend.read(run.levels)
@@ -211,6 +277,9 @@ class ResidentGraphSession:
 
     async def reach_count(self, source: int) -> int:
         """How many vertices ``source`` reaches (itself included); reads back 32 bytes."""
+        if self._batcher is not None:
+            query = TraversalQuery(id=0, source=self._checked(source), kind="reach")
+            return int(await self._submit(query))
         async with self._bfs_run(source) as run:
             words = await self._traverse(run, source, _UNLIMITED)
         return int(words[_bfs.STATE_REACHED])
@@ -291,7 +360,9 @@ class ResidentGraphSession:
                 )
             ]
             body = half(rank_a, rank_b) + half(rank_b, rank_a)
-            words = await self._until_done(prefix, body, pr_state, _pagerank.STATE_DONE, run)
+            words, run.device_ns = await run_until_done(
+                self._backend, prefix, body, pr_state, _pagerank.STATE_DONE, check=self._check_open
+            )
             iterations = int(words[_pagerank.STATE_ITERATIONS])
             ranks = await self._backend.read(rank_b if iterations % 2 else rank_a)
         finally:
@@ -304,6 +375,132 @@ class ResidentGraphSession:
             run.device_ns,
         )
         return ranks
+
+    async def bfs_many(
+        self,
+        sources: Sequence[int],
+        *,
+        k: int | None = None,
+        readback: Readback = "levels",
+        targets: Sequence[int] = (),
+        budget_bytes: int | None = None,
+    ) -> np.ndarray:
+        """Many traversals at once: multi-source BFS, 64 queries per 64-bit lane word.
+
+        Args:
+            sources: One source per query (duplicates allowed).
+            k: Hop limit (k-hop queries) or ``None`` for a full traversal.
+            readback: ``"levels"`` (every vertex), ``"counts"`` (reached vertices) or
+                ``"targets"`` (the levels of ``targets`` only).
+            targets: Vertices whose levels a ``"targets"`` readback returns.
+            budget_bytes: Device bytes the graph plus one traversal may use (default:
+                the graph plus :data:`DEFAULT_QUERY_BUDGET`); larger query sets run as
+                several traversals.
+
+        Returns:
+            int32 rows in ``sources`` order: ``(len(sources), V)`` levels,
+            ``(len(sources), len(targets))`` target levels, or ``(len(sources),)``
+            counts; -1 where unreached.
+        """
+        self._check_open()
+        queries = [
+            TraversalQuery(
+                id=i,
+                source=int(s),
+                kind="khop" if k is not None else "bfs",
+                k=k,
+                readback=readback,
+                targets=tuple(int(t) for t in targets),
+            )
+            for i, s in enumerate(sources)
+        ]
+        graph_bytes = self._graph_bytes
+        budget = budget_bytes if budget_bytes is not None else graph_bytes + DEFAULT_QUERY_BUDGET
+        plan = plan_multi_query(
+            queries,
+            num_vertices=self._graph.num_vertices,
+            graph_bytes=graph_bytes,
+            budget_bytes=budget,
+            max_words=MSBFS_MAX_WORDS,
+        )
+        before = self._backend.telemetry()
+        started = time.perf_counter_ns()
+        runner = MultiSourceTraversal(self._backend, self._buffers, self._graph.num_vertices)
+        rows = [await runner.run(chunk) for chunk in plan.chunks]
+        self._counters.add_run(
+            before,
+            self._backend.telemetry(),
+            runner.levels,
+            time.perf_counter_ns() - started,
+            runner.device_ns,
+        )
+        if not rows:
+            width = (
+                ()
+                if readback == "counts"
+                else ((len(targets),) if readback == "targets" else (self._graph.num_vertices,))
+            )
+            return np.zeros((0, *width), dtype=np.int32)
+        return np.concatenate(rows)
+
+    def batch_stats(self) -> BatcherStats | None:
+        """Batches, lanes per batch and queue waits (``None`` without batching)."""
+        return self._batcher.stats() if self._batcher is not None else None
+
+    def _checked(self, source: int) -> int:
+        self._check_source(source)
+        return int(source)
+
+    async def _submit(self, query: TraversalQuery) -> Any:
+        if self._batcher is None:  # closed while the caller was on its way in
+            self._check_open()
+            raise RuntimeError("unreachable: an open session without its batcher")
+        readback = "counts" if query.kind == "reach" else "levels"
+        query = msgspec.structs.replace(query, id=next(self._query_ids), readback=readback)
+        return await self._batcher.submit(query)
+
+    async def _run_batch(self, queries: Sequence[TraversalQuery]) -> list[Any]:
+        """The batcher's executor: one query alone, or one multi-source traversal."""
+        first = queries[0]
+        if len(queries) == 1:  # a lone query: the direction-optimizing single source
+            max_level = first.k if first.kind == "khop" and first.k is not None else _UNLIMITED
+            async with self._bfs_run(first.source) as run:
+                words = await self._traverse(run, first.source, max_level)
+                if first.kind == "reach":
+                    return [int(words[_bfs.STATE_REACHED])]
+                levels = await self._backend.read(run.levels)
+            return [await self._shape(first, levels)]
+        before = self._backend.telemetry()
+        started = time.perf_counter_ns()
+        plan = plan_multi_query(
+            queries,
+            num_vertices=self._graph.num_vertices,
+            graph_bytes=self._graph_bytes,
+            budget_bytes=self._graph_bytes + DEFAULT_QUERY_BUDGET,
+            max_words=MSBFS_MAX_WORDS,
+        )
+        runner = MultiSourceTraversal(self._backend, self._buffers, self._graph.num_vertices)
+        results: list[Any] = []
+        for chunk in plan.chunks:
+            rows = await runner.run(chunk)
+            results += [
+                await self._shape(q, row) for q, row in zip(chunk.queries, rows, strict=True)
+            ]
+        self._counters.add_run(
+            before,
+            self._backend.telemetry(),
+            runner.levels,
+            time.perf_counter_ns() - started,
+            runner.device_ns,
+        )
+        return results
+
+    async def _shape(self, query: TraversalQuery, row: np.ndarray) -> Any:
+        if query.kind == "reach":
+            return int(row)
+        if query.kind == "khop":
+            return await anyio.to_thread.run_sync(_reached_vertices, row)
+        return row
 
     def stats(self) -> SessionStats:
         """What this session uploaded once and what its runs avoided, from telemetry."""
@@ -397,34 +594,8 @@ class ResidentGraphSession:
                 {"bottom_up": bottom_up},
             ),
         ]
-        words = await self._until_done(prefix, body, state, _bfs.STATE_DONE, run)
+        words, run.device_ns = await run_until_done(
+            self._backend, prefix, body, state, _bfs.STATE_DONE, check=self._check_open
+        )
         run.levels_run = int(words[_bfs.STATE_LEVELS_RUN])
         return words
-
-    async def _until_done(
-        self,
-        prefix: list[SequenceStep],
-        body: list[SequenceStep],
-        state: ResidentBuffer,
-        done_index: int,
-        run: _Run,
-    ) -> np.ndarray:
-        """Submit repeated batches of ``body`` until the device sets the done word.
-
-        Only the state words come back between batches; batches double in length
-        (up to :data:`MAX_BATCH`), so a deep traversal costs few host waits. Device
-        time of every batch is measured with timing events and added to ``run``.
-        """
-        batch = FIRST_BATCH
-        while True:
-            self._check_open()
-            pending = self._backend.submit_repeated(
-                prefix, body, repeat_count=batch, reads=[ReadRange(state)], config=_TIMED
-            )
-            result = await pending.timed()
-            run.device_ns += result.timing.device_ns or 0
-            (words,) = result.outputs
-            if words[done_index]:
-                return words
-            prefix = []
-            batch = min(batch * 2, MAX_BATCH)

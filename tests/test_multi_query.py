@@ -1,0 +1,136 @@
+"""Multi-source traversals (bfs_many) on the CPU backend, against SciPy per query."""
+
+from __future__ import annotations
+
+import anyio
+import anyio.lowlevel
+import numpy as np
+import pytest
+from graph_references import GRAPH_SHAPES, scipy_levels
+
+import vyre_async as va
+from vyre_async.sessions import TraversalQuery, chunk_bytes
+
+
+@pytest.mark.parametrize("count", [1, 5, 64, 65, 130])
+@pytest.mark.parametrize("shape", ["random_directed", "rmat_skewed", "disconnected"])
+async def test_bfs_many_levels_equal_scipy_per_query(
+    rng: np.random.Generator, shape: str, count: int
+) -> None:
+    """Every query of a batch (duplicates included) equals its own SciPy BFS."""
+    graph = GRAPH_SHAPES[shape](rng)
+    sources = [int(s) for s in rng.integers(0, graph.num_vertices, count)]
+    sources[-1] = sources[0]  # a duplicate source
+    async with va.open_backend("cpu") as backend, backend.resident_graph(graph) as session:
+        levels = await session.bfs_many(sources)
+    assert levels.shape == (count, graph.num_vertices)
+    for row, source in zip(levels, sources, strict=True):
+        np.testing.assert_array_equal(row, scipy_levels(graph, source))
+
+
+async def test_bfs_many_counts_and_targets_read_back_only_what_was_asked(
+    rng: np.random.Generator,
+) -> None:
+    """counts and targets readbacks equal SciPy's reach and distances at the targets."""
+    graph = GRAPH_SHAPES["random_directed"](rng)
+    sources = [int(s) for s in rng.integers(0, graph.num_vertices, 70)]
+    targets = [int(t) for t in rng.integers(0, graph.num_vertices, 9)]
+    async with va.open_backend("cpu") as backend, backend.resident_graph(graph) as session:
+        counts = await session.bfs_many(sources, readback="counts")
+        at_targets = await session.bfs_many(sources, readback="targets", targets=targets)
+    for i, source in enumerate(sources):
+        dist = scipy_levels(graph, source)
+        assert counts[i] == int((dist >= 0).sum())
+        np.testing.assert_array_equal(at_targets[i], dist[targets])
+
+
+async def test_bfs_many_khop_and_small_budget_split_into_chunks(rng: np.random.Generator) -> None:
+    """k-hop batches equal distances <= k, also when the budget forces several chunks."""
+    graph = GRAPH_SHAPES["rmat_skewed"](rng)
+    sources = [int(s) for s in rng.integers(0, graph.num_vertices, 40)]
+    async with va.open_backend("cpu") as backend, backend.resident_graph(graph) as session:
+        six = [TraversalQuery(id=i, source=0, kind="khop", k=2) for i in range(6)]
+        budget = session.stats().graph_bytes_uploaded + chunk_bytes(graph.num_vertices, 1, six)
+        levels = await session.bfs_many(sources, k=2, budget_bytes=budget)
+        assert session.stats().runs == 1
+    for row, source in zip(levels, sources, strict=True):
+        dist = scipy_levels(graph, source)
+        np.testing.assert_array_equal(row, np.where(dist <= 2, dist, -1))
+
+
+async def test_bfs_many_refuses_bad_sources_with_a_fix(rng: np.random.Generator) -> None:
+    """An out-of-range source in a batch raises ValidationError before anything runs."""
+    graph = GRAPH_SHAPES["random_symmetric"](rng)
+    async with va.open_backend("cpu") as backend, backend.resident_graph(graph) as session:
+        with pytest.raises(va.ValidationError, match="Fix:"):
+            await session.bfs_many([0, graph.num_vertices])
+
+
+async def test_concurrent_queries_are_coalesced_and_each_gets_its_own_result(
+    rng: np.random.Generator,
+) -> None:
+    """Hundreds of concurrent bfs/khop/reach calls share traversals; each result is its own."""
+    graph = GRAPH_SHAPES["rmat_skewed"](rng)
+    count = 300
+    sources = [int(s) for s in rng.integers(0, graph.num_vertices, count)]
+    kinds = [("bfs", "khop", "reach")[int(i)] for i in rng.integers(0, 3, count)]
+    results: dict[int, object] = {}
+    config = va.BatchingConfig(max_batch=128)
+    async with (
+        va.open_backend("cpu") as backend,
+        backend.resident_graph(graph, batching=config) as session,
+    ):
+
+        async def query(i: int) -> None:
+            if kinds[i] == "bfs":
+                results[i] = await session.bfs(sources[i])
+            elif kinds[i] == "khop":
+                results[i] = await session.khop(sources[i], 2)
+            else:
+                results[i] = await session.reach_count(sources[i])
+
+        async with anyio.create_task_group() as tg:
+            for i in range(count):
+                tg.start_soon(query, i)
+        stats = session.batch_stats()
+    assert stats is not None
+    assert stats.served == count
+    assert stats.batches < count / 4, "concurrent queries must share traversals"
+    assert stats.lanes_max <= 128
+    for i, source in enumerate(sources):
+        dist = scipy_levels(graph, source)
+        if kinds[i] == "bfs":
+            np.testing.assert_array_equal(results[i], dist)
+        elif kinds[i] == "khop":
+            np.testing.assert_array_equal(results[i], np.flatnonzero((dist >= 0) & (dist <= 2)))
+        else:
+            assert results[i] == int((dist >= 0).sum())
+
+
+async def test_cancelled_waiters_do_not_disturb_their_batch(rng: np.random.Generator) -> None:
+    """Cancelling some of many concurrent queries leaves the others' results correct."""
+    graph = GRAPH_SHAPES["random_directed"](rng)
+    sources = [int(s) for s in rng.integers(0, graph.num_vertices, 120)]
+    cancel = {int(i) for i in rng.choice(120, 40, replace=False)}
+    results: dict[int, np.ndarray] = {}
+    async with (
+        va.open_backend("cpu") as backend,
+        backend.resident_graph(graph, batching=va.BatchingConfig(max_batch=64)) as session,
+    ):
+
+        async def query(i: int, scope: anyio.CancelScope) -> None:
+            with scope:
+                results[i] = await session.bfs(sources[i])
+
+        scopes = {i: anyio.CancelScope() for i in range(120)}
+        async with anyio.create_task_group() as tg:
+            for i in range(120):
+                tg.start_soon(query, i, scopes[i])
+            await anyio.lowlevel.checkpoint()
+            for i in cancel:
+                scopes[i].cancel()
+        after = await session.bfs(sources[0])
+    assert set(results) >= set(range(120)) - cancel
+    for i, levels in results.items():
+        np.testing.assert_array_equal(levels, scipy_levels(graph, sources[i]))
+    np.testing.assert_array_equal(after, scipy_levels(graph, sources[0]))
