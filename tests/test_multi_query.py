@@ -69,11 +69,12 @@ async def test_bfs_many_refuses_bad_sources_with_a_fix(rng: np.random.Generator)
 async def test_concurrent_queries_are_coalesced_and_each_gets_its_own_result(
     rng: np.random.Generator,
 ) -> None:
-    """Hundreds of concurrent bfs/khop/reach calls share traversals; each result is its own."""
+    """Hundreds of concurrent bfs/khop/reach calls (mixed priorities) share traversals."""
     graph = GRAPH_SHAPES["rmat_skewed"](rng)
     count = 300
     sources = [int(s) for s in rng.integers(0, graph.num_vertices, count)]
     kinds = [("bfs", "khop", "reach")[int(i)] for i in rng.integers(0, 3, count)]
+    priorities = rng.integers(-2, 3, count)
     results: dict[int, object] = {}
     config = va.BatchingConfig(max_batch=128)
     async with (
@@ -82,12 +83,13 @@ async def test_concurrent_queries_are_coalesced_and_each_gets_its_own_result(
     ):
 
         async def query(i: int) -> None:
+            extra = {"priority": int(priorities[i]), "queue_timeout": 60.0}
             if kinds[i] == "bfs":
-                results[i] = await session.bfs(sources[i])
+                results[i] = await session.bfs(sources[i], **extra)
             elif kinds[i] == "khop":
-                results[i] = await session.khop(sources[i], 2)
+                results[i] = await session.khop(sources[i], 2, **extra)
             else:
-                results[i] = await session.reach_count(sources[i])
+                results[i] = await session.reach_count(sources[i], **extra)
 
         async with anyio.create_task_group() as tg:
             for i in range(count):

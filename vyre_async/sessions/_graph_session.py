@@ -247,39 +247,57 @@ class ResidentGraphSession:
         self._graph_allocations = after.resident_allocations - before.resident_allocations
 
     # ----------------------------------------------------------------- analyses
-    async def bfs(self, source: int) -> np.ndarray:
+    async def bfs(
+        self, source: int, *, priority: int = 0, queue_timeout: float | None = None
+    ) -> np.ndarray:
         """BFS levels from ``source``: int32, 0 at the source, -1 where unreachable.
 
         Direction-optimizing: levels switch to bottom-up when the frontier is large.
         With batching, concurrent calls share multi-source traversals.
+
+        Args:
+            source: Source vertex.
+            priority: With batching, higher priorities join batches first (FIFO
+                within a priority); ignored without batching.
+            queue_timeout: With batching, seconds the query may wait in the queue
+                before it is rejected with DispatchError; ignored without batching.
         """
         if self._batcher is not None:
-            levels: np.ndarray = await self._submit(
-                TraversalQuery(id=0, source=self._checked(source))
-            )
+            query = TraversalQuery(id=0, source=self._checked(source))
+            levels: np.ndarray = await self._submit(query, priority, queue_timeout)
             return levels
         async with self._bfs_run(source) as run:
             await self._traverse(run, source, _UNLIMITED)
             return await self._backend.read(run.levels)
 
-    async def khop(self, source: int, k: int) -> np.ndarray:
-        """Vertices within ``k`` hops of ``source`` (the source included), sorted int32."""
+    async def khop(
+        self, source: int, k: int, *, priority: int = 0, queue_timeout: float | None = None
+    ) -> np.ndarray:
+        """Vertices within ``k`` hops of ``source`` (the source included), sorted int32.
+
+        ``priority`` and ``queue_timeout`` apply with batching, as for :meth:`bfs`.
+        """
         if isinstance(k, bool) or not isinstance(k, int) or k < 0:
             raise ValidationError(f"k must be a non-negative int, got {k!r}", fix="pass k >= 0.")
         if self._batcher is not None:
             query = TraversalQuery(id=0, source=self._checked(source), kind="khop", k=k)
-            vertices: np.ndarray = await self._submit(query)
+            vertices: np.ndarray = await self._submit(query, priority, queue_timeout)
             return vertices
         async with self._bfs_run(source) as run:
             await self._traverse(run, source, k)
             result = await self._backend.read(run.levels)
         return await anyio.to_thread.run_sync(_reached_vertices, result)
 
-    async def reach_count(self, source: int) -> int:
-        """How many vertices ``source`` reaches (itself included); reads back 32 bytes."""
+    async def reach_count(
+        self, source: int, *, priority: int = 0, queue_timeout: float | None = None
+    ) -> int:
+        """How many vertices ``source`` reaches (itself included); reads back 32 bytes.
+
+        ``priority`` and ``queue_timeout`` apply with batching, as for :meth:`bfs`.
+        """
         if self._batcher is not None:
             query = TraversalQuery(id=0, source=self._checked(source), kind="reach")
-            return int(await self._submit(query))
+            return int(await self._submit(query, priority, queue_timeout))
         async with self._bfs_run(source) as run:
             words = await self._traverse(run, source, _UNLIMITED)
         return int(words[_bfs.STATE_REACHED])
@@ -451,13 +469,15 @@ class ResidentGraphSession:
         self._check_source(source)
         return int(source)
 
-    async def _submit(self, query: TraversalQuery) -> Any:
+    async def _submit(
+        self, query: TraversalQuery, priority: int, queue_timeout: float | None
+    ) -> Any:
         if self._batcher is None:  # closed while the caller was on its way in
             self._check_open()
             raise RuntimeError("unreachable: an open session without its batcher")
         readback = "counts" if query.kind == "reach" else "levels"
         query = msgspec.structs.replace(query, id=next(self._query_ids), readback=readback)
-        return await self._batcher.submit(query)
+        return await self._batcher.submit(query, priority=priority, queue_timeout=queue_timeout)
 
     async def _run_batch(self, queries: Sequence[TraversalQuery]) -> list[Any]:
         """The batcher's executor: one query alone, or one multi-source traversal."""
