@@ -18,6 +18,7 @@ PUBLIC_MODULES = [
     "vyre_async",
     "vyre_async.backends",
     "vyre_async.graphs",
+    "vyre_async.jobs",
     "vyre_async.sessions",
     "vyre_async.kernels",
     "vyre_async.streams",

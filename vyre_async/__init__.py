@@ -15,6 +15,7 @@ Example:
 
 from . import errors as errors
 from . import graphs as graphs
+from . import jobs as jobs
 from . import kernels as kernels
 from .backends import Backend as Backend
 from .backends import BackendState as BackendState
@@ -76,6 +77,7 @@ __all__ = [
     "configure_logging",
     "errors",
     "graphs",
+    "jobs",
     "kernels",
     "open_backend",
     "to_prometheus_text",

@@ -2,8 +2,9 @@
 
 ``vyre-async info`` prints what this machine offers: the backend ``auto`` picks, the
 GPU (name, compute capability, memory, driver version), NVRTC's version and the
-kernel cache directory. Errors print their message (with its ``Fix:``) and exit 2,
-never a traceback.
+kernel cache directory. ``vyre-async validate FILE`` checks a job file (exit 0, or 2
+with the file, the path inside it and a fix). Errors print their message (with its
+``Fix:``) and exit 2, never a traceback.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import msgspec
 from . import __version__
 from .backends import open_backend
 from .errors import VyreError
+from .jobs import RandomSources, WorkloadSection, load_job
 from .kernels._cache import cache_root
 from .kernels._nvrtc import nvrtc_version
 from .logging import configure_logging
@@ -41,6 +43,14 @@ async def _info() -> dict[str, object]:
     return report
 
 
+def _item_count(workload: WorkloadSection) -> int:
+    if workload.sources is None:
+        return 1
+    if isinstance(workload.sources, RandomSources):
+        return workload.sources.random
+    return len(workload.sources)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``vyre-async``; returns the process exit code."""
     parser = argparse.ArgumentParser(prog="vyre-async", description=__doc__.splitlines()[0])
@@ -49,8 +59,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     info = commands.add_parser("info", help="devices, capabilities, versions")
     info.add_argument("--json", action="store_true", help="print one JSON object")
+    validate = commands.add_parser("validate", help="check a job file without running it")
+    validate.add_argument("file", help="a .toml, .json, .yaml or .yml job file")
     args = parser.parse_args(argv)
     configure_logging(args.log_format, level=args.log_level)
+    if args.command == "validate":
+        try:
+            spec = load_job(args.file)
+        except VyreError as exc:
+            print(f"vyre-async: {exc}", file=sys.stderr)
+            return 2
+        items = sum(_item_count(w) for w in spec.workload)
+        print(
+            f"{args.file}: valid job {spec.job.name!r}, {len(spec.workload)} workload(s), "
+            f"{items} item(s)"
+        )
+        return 0
     try:
         report = anyio.run(_info)
     except VyreError as exc:

@@ -1,0 +1,25 @@
+"""Batch jobs described by config files: specs and loading (the runner comes next)."""
+
+from ._load import load_job as load_job
+from ._spec import BatchingSection as BatchingSection
+from ._spec import GraphSection as GraphSection
+from ._spec import JobSection as JobSection
+from ._spec import JobSpec as JobSpec
+from ._spec import LimitsSection as LimitsSection
+from ._spec import LoggingSection as LoggingSection
+from ._spec import OutputSection as OutputSection
+from ._spec import RandomSources as RandomSources
+from ._spec import WorkloadSection as WorkloadSection
+
+__all__ = [
+    "BatchingSection",
+    "GraphSection",
+    "JobSection",
+    "JobSpec",
+    "LimitsSection",
+    "LoggingSection",
+    "OutputSection",
+    "RandomSources",
+    "WorkloadSection",
+    "load_job",
+]

@@ -1,0 +1,117 @@
+"""Job specs: the frozen msgspec structs a job file (TOML, JSON or YAML) decodes into.
+
+Unknown fields are refused everywhere and numbers carry bounds, so a typo or an
+impossible value fails at load time with the path inside the file
+(``$.workload[0].sources``), never half-way through a run.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+import msgspec
+
+Positive = Annotated[int, msgspec.Meta(ge=1)]
+NonNegative = Annotated[int, msgspec.Meta(ge=0)]
+
+
+class JobSection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """``[job]``: the job's name and the backend it runs on."""
+
+    name: Annotated[str, msgspec.Meta(min_length=1, max_length=200, pattern=r"^[\w.\-]+$")]
+    backend: Literal["auto", "cuda", "cpu"] = "auto"
+
+
+class GraphSection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """``[graph]``: a generated R-MAT graph or a graph file.
+
+    ``path`` is relative to the job file; it is required for the file kinds and
+    refused for ``rmat``, whose ``scale`` is required instead.
+    """
+
+    kind: Literal["rmat", "edges", "mtx", "npz"]
+    scale: Annotated[int, msgspec.Meta(ge=1, le=30)] | None = None
+    edge_factor: Annotated[int, msgspec.Meta(ge=1, le=1024)] = 16
+    seed: NonNegative = 0
+    path: Annotated[str, msgspec.Meta(min_length=1)] | None = None
+    symmetric: bool = False
+
+
+class RandomSources(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """``sources = { random = N, seed = S }``: N sources drawn uniformly, seeded."""
+
+    random: Annotated[int, msgspec.Meta(ge=1, le=100_000_000)]
+    seed: NonNegative = 0
+
+
+class WorkloadSection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """``[[workload]]``: one kind of analysis over a set of sources.
+
+    ``k`` is required for ``khop`` and refused otherwise; ``pagerank`` takes no
+    sources (it is one item), the traversal kinds require them.
+    """
+
+    kind: Literal["bfs", "khop", "reach", "pagerank"]
+    sources: list[NonNegative] | RandomSources | None = None
+    readback: Literal["levels", "counts"] = "counts"
+    k: NonNegative | None = None
+    damping: Annotated[float, msgspec.Meta(gt=0.0, lt=1.0)] = 0.85
+    tol: Annotated[float, msgspec.Meta(gt=0.0)] = 1e-6
+    max_iter: Annotated[int, msgspec.Meta(ge=1, le=1_000_000)] = 100
+
+
+class OutputSection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """``[output]``: where results go (relative to the job file unless ``--out``)."""
+
+    dir: Annotated[str, msgspec.Meta(min_length=1)]
+
+
+class BatchingSection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """``[batching]``: how items are coalesced into multi-source traversals."""
+
+    max_batch: Annotated[int, msgspec.Meta(ge=1, le=1024)] = 1024
+    max_delay_ms: Annotated[float, msgspec.Meta(ge=0.0, le=60_000.0)] = 0.5
+
+
+class LimitsSection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """``[limits]``: per-item timeout, retries of retryable errors, failure budget."""
+
+    item_timeout_s: Annotated[float, msgspec.Meta(gt=0.0)] = 60.0
+    retries: Annotated[int, msgspec.Meta(ge=0, le=100)] = 2
+    max_failed_items: NonNegative = 0
+
+
+class LoggingSection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """``[logging]``: console or JSON lines, and the level."""
+
+    format: Literal["console", "json"] = "console"
+    level: Literal["debug", "info", "warning", "error"] = "info"
+
+
+class JobSpec(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """A whole job file."""
+
+    job: JobSection
+    graph: GraphSection
+    workload: Annotated[list[WorkloadSection], msgspec.Meta(min_length=1)]
+    output: OutputSection
+    batching: BatchingSection = BatchingSection()
+    limits: LimitsSection = LimitsSection()
+    logging: LoggingSection = LoggingSection()
+
+    def __post_init__(self) -> None:
+        # Rules that span fields; msgspec reports a ValidationError raised here with
+        # the message as given, and _load adds the path it names.
+        graph = self.graph
+        if graph.kind == "rmat" and (graph.scale is None or graph.path is not None):
+            raise ValueError("$.graph: kind 'rmat' needs scale and takes no path")
+        if graph.kind != "rmat" and graph.path is None:
+            raise ValueError(f"$.graph.path: kind {graph.kind!r} needs a path to the file")
+        for i, w in enumerate(self.workload):
+            if (w.kind == "khop") != (w.k is not None):
+                raise ValueError(f"$.workload[{i}].k: set k for 'khop' workloads and only for them")
+            if (w.kind == "pagerank") != (w.sources is None):
+                raise ValueError(
+                    f"$.workload[{i}].sources: "
+                    + ("pagerank takes no sources" if w.sources else f"{w.kind!r} needs sources")
+                )
