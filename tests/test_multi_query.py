@@ -109,6 +109,50 @@ async def test_concurrent_queries_are_coalesced_and_each_gets_its_own_result(
             assert results[i] == int((dist >= 0).sum())
 
 
+@pytest.mark.parametrize(("k", "readback"), [(None, "levels"), (None, "counts"), (2, "levels")])
+async def test_batched_bfs_many_blocks_share_batches_with_single_calls(
+    rng: np.random.Generator, k: int | None, readback: str
+) -> None:
+    """Concurrent bfs_many calls (blocks of max_batch) and lone calls each get SciPy's rows."""
+    graph = GRAPH_SHAPES["rmat_skewed"](rng)
+    many = [[int(s) for s in rng.integers(0, graph.num_vertices, n)] for n in (1, 37, 150)]
+    singles = [int(s) for s in rng.integers(0, graph.num_vertices, 20)]
+    rows: dict[int, np.ndarray] = {}
+    counts: dict[int, int] = {}
+    config = va.BatchingConfig(max_batch=64)
+    async with (
+        va.open_backend("cpu") as backend,
+        backend.resident_graph(graph, batching=config) as session,
+    ):
+
+        async def call_many(i: int) -> None:
+            rows[i] = await session.bfs_many(many[i], k=k, readback=readback)  # type: ignore[arg-type]
+
+        async def call_one(i: int) -> None:
+            counts[i] = await session.reach_count(singles[i])
+
+        async with anyio.create_task_group() as tg:
+            for i in range(len(many)):
+                tg.start_soon(call_many, i)
+            for i in range(len(singles)):
+                tg.start_soon(call_one, i)
+        stats = session.batch_stats()
+        empty = await session.bfs_many([], readback=readback)  # type: ignore[arg-type]
+    assert stats is not None
+    assert stats.lanes_max <= 64
+    assert empty.shape[0] == 0
+    for i, sources in enumerate(many):
+        assert rows[i].shape[0] == len(sources)
+        for row, source in zip(rows[i], sources, strict=True):
+            dist = scipy_levels(graph, source)
+            if k is not None:
+                dist = np.where(dist <= k, dist, -1)
+            want = int((dist >= 0).sum()) if readback == "counts" else dist
+            np.testing.assert_array_equal(row, want)
+    for i, source in enumerate(singles):
+        assert counts[i] == int((scipy_levels(graph, source) >= 0).sum())
+
+
 async def test_cancelled_waiters_do_not_disturb_their_batch(rng: np.random.Generator) -> None:
     """Cancelling some of many concurrent queries leaves the others' results correct."""
     graph = GRAPH_SHAPES["random_directed"](rng)

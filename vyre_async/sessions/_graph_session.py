@@ -19,7 +19,7 @@ import time
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from types import TracebackType
-from typing import Annotated, Any, Self
+from typing import Annotated, Any, Literal, Self
 
 import anyio
 import msgspec
@@ -38,6 +38,7 @@ from ._batch_stats import BatcherStats
 from ._batcher import DynamicBatcher
 from ._multi_query import MultiSourceTraversal
 from ._planner import Readback, TraversalQuery, plan_multi_query
+from ._query_block import QueryBlock, block_group, block_lanes, split_rows
 from ._repeat import run_until_done
 from ._stats import RunCounters, SessionStats
 
@@ -121,7 +122,7 @@ class ResidentGraphSession:
         self._graph_bytes = 0
         self._graph_allocations = 0
         self._batching = batching
-        self._batcher: DynamicBatcher[TraversalQuery, Any] | None = None
+        self._batcher: DynamicBatcher[QueryBlock, Any] | None = None
         self._task_group: anyio.abc.TaskGroup | None = None
         self._query_ids = itertools.count()
 
@@ -159,7 +160,8 @@ class ResidentGraphSession:
             max_delay=config.max_delay,
             queue_size=config.queue_size,
             reject_when_full=config.reject_when_full,
-            group=lambda query: query.group,
+            lanes=block_lanes,
+            group=block_group,
             name="resident-graph query batcher",
         )
         task_group = anyio.create_task_group()
@@ -264,7 +266,7 @@ class ResidentGraphSession:
         """
         if self._batcher is not None:
             query = TraversalQuery(id=0, source=self._checked(source))
-            levels: np.ndarray = await self._submit(query, priority, queue_timeout)
+            levels: np.ndarray = await self._submit_one(query, priority, queue_timeout)
             return levels
         async with self._bfs_run(source) as run:
             await self._traverse(run, source, _UNLIMITED)
@@ -281,7 +283,7 @@ class ResidentGraphSession:
             raise ValidationError(f"k must be a non-negative int, got {k!r}", fix="pass k >= 0.")
         if self._batcher is not None:
             query = TraversalQuery(id=0, source=self._checked(source), kind="khop", k=k)
-            vertices: np.ndarray = await self._submit(query, priority, queue_timeout)
+            vertices: np.ndarray = await self._submit_one(query, priority, queue_timeout)
             return vertices
         async with self._bfs_run(source) as run:
             await self._traverse(run, source, k)
@@ -297,7 +299,7 @@ class ResidentGraphSession:
         """
         if self._batcher is not None:
             query = TraversalQuery(id=0, source=self._checked(source), kind="reach")
-            return int(await self._submit(query, priority, queue_timeout))
+            return int(await self._submit_one(query, priority, queue_timeout))
         async with self._bfs_run(source) as run:
             words = await self._traverse(run, source, _UNLIMITED)
         return int(words[_bfs.STATE_REACHED])
@@ -402,8 +404,14 @@ class ResidentGraphSession:
         readback: Readback = "levels",
         targets: Sequence[int] = (),
         budget_bytes: int | None = None,
+        priority: int = 0,
+        queue_timeout: float | None = None,
     ) -> np.ndarray:
         """Many traversals at once: multi-source BFS, 64 queries per 64-bit lane word.
+
+        With batching, the queries go through the session's batcher in blocks of up
+        to ``max_batch`` lanes, sharing traversals with concurrent calls; without it
+        they run as traversals planned for this call alone.
 
         Args:
             sources: One source per query (duplicates allowed).
@@ -413,7 +421,9 @@ class ResidentGraphSession:
             targets: Vertices whose levels a ``"targets"`` readback returns.
             budget_bytes: Device bytes the graph plus one traversal may use (default:
                 the graph plus :data:`DEFAULT_QUERY_BUDGET`); larger query sets run as
-                several traversals.
+                several traversals. Without batching only; batches use the default.
+            priority: With batching, as for :meth:`bfs`.
+            queue_timeout: With batching, as for :meth:`bfs` (per block).
 
         Returns:
             int32 rows in ``sources`` order: ``(len(sources), V)`` levels,
@@ -421,14 +431,15 @@ class ResidentGraphSession:
             counts; -1 where unreached.
         """
         self._check_open()
+        kind: Literal["bfs", "khop"] = "khop" if k is not None else "bfs"
+        target_ids = tuple(int(t) for t in targets)
+        if self._batcher is not None:
+            return await self._submit_many(
+                [int(s) for s in sources], kind, k, readback, target_ids, priority, queue_timeout
+            )
         queries = [
             TraversalQuery(
-                id=i,
-                source=int(s),
-                kind="khop" if k is not None else "bfs",
-                k=k,
-                readback=readback,
-                targets=tuple(int(t) for t in targets),
+                id=i, source=int(s), kind=kind, k=k, readback=readback, targets=target_ids
             )
             for i, s in enumerate(sources)
         ]
@@ -453,13 +464,55 @@ class ResidentGraphSession:
             runner.device_ns,
         )
         if not rows:
-            width = (
-                ()
-                if readback == "counts"
-                else ((len(targets),) if readback == "targets" else (self._graph.num_vertices,))
-            )
-            return np.zeros((0, *width), dtype=np.int32)
+            return self._no_rows(readback, len(targets))
         return np.concatenate(rows)
+
+    def _no_rows(self, readback: Readback, num_targets: int) -> np.ndarray:
+        width = (
+            ()
+            if readback == "counts"
+            else ((num_targets,) if readback == "targets" else (self._graph.num_vertices,))
+        )
+        return np.zeros((0, *width), dtype=np.int32)
+
+    async def _submit_many(
+        self,
+        sources: list[int],
+        kind: Literal["bfs", "khop"],
+        k: int | None,
+        readback: Readback,
+        targets: tuple[int, ...],
+        priority: int,
+        queue_timeout: float | None,
+    ) -> np.ndarray:
+        """``bfs_many`` through the batcher: blocks of up to ``max_batch`` queries."""
+        for source in sources:
+            self._check_source(source)
+        if not sources:
+            return self._no_rows(readback, len(targets))
+        ids = self._query_ids
+        queries = tuple(
+            TraversalQuery(
+                id=next(ids), source=s, kind=kind, k=k, readback=readback, targets=targets
+            )
+            for s in sources
+        )
+        size = self._batching.max_batch if self._batching is not None else len(queries)
+        blocks = [
+            QueryBlock(queries[i : i + size], rows=True) for i in range(0, len(queries), size)
+        ]
+        parts: list[np.ndarray] = [np.empty(0, np.int32)] * len(blocks)
+
+        async def one(index: int, block: QueryBlock) -> None:
+            parts[index] = await self._submit(block, priority, queue_timeout)
+
+        if len(blocks) == 1:
+            await one(0, blocks[0])
+        else:
+            async with anyio.create_task_group() as tg:
+                for index, block in enumerate(blocks):
+                    tg.start_soon(one, index, block)
+        return parts[0] if len(parts) == 1 else np.concatenate(parts)
 
     def batch_stats(self) -> BatcherStats | None:
         """Batches, lanes per batch and queue waits (``None`` without batching)."""
@@ -469,43 +522,45 @@ class ResidentGraphSession:
         self._check_source(source)
         return int(source)
 
-    async def _submit(
+    async def _submit_one(
         self, query: TraversalQuery, priority: int, queue_timeout: float | None
     ) -> Any:
+        readback = "counts" if query.kind == "reach" else "levels"
+        query = msgspec.structs.replace(query, id=next(self._query_ids), readback=readback)
+        return await self._submit(QueryBlock((query,), rows=False), priority, queue_timeout)
+
+    async def _submit(self, block: QueryBlock, priority: int, queue_timeout: float | None) -> Any:
         if self._batcher is None:  # closed while the caller was on its way in
             self._check_open()
             raise RuntimeError("unreachable: an open session without its batcher")
-        readback = "counts" if query.kind == "reach" else "levels"
-        query = msgspec.structs.replace(query, id=next(self._query_ids), readback=readback)
-        return await self._batcher.submit(query, priority=priority, queue_timeout=queue_timeout)
+        return await self._batcher.submit(block, priority=priority, queue_timeout=queue_timeout)
 
-    async def _run_batch(self, queries: Sequence[TraversalQuery]) -> list[Any]:
+    async def _run_batch(self, blocks: Sequence[QueryBlock]) -> list[Any]:
         """The batcher's executor: one query alone, or one multi-source traversal."""
-        first = queries[0]
-        if len(queries) == 1:  # a lone query: the direction-optimizing single source
+        first_block = blocks[0]
+        first = first_block.queries[0]
+        if len(blocks) == 1 and first_block.lanes == 1 and first.readback != "targets":
+            # A lone query: the single-source, direction-optimizing traversal.
             max_level = first.k if first.kind == "khop" and first.k is not None else _UNLIMITED
             async with self._bfs_run(first.source) as run:
                 words = await self._traverse(run, first.source, max_level)
-                if first.kind == "reach":
-                    return [int(words[_bfs.STATE_REACHED])]
+                if first.kind == "reach" or first.readback == "counts":
+                    count = int(words[_bfs.STATE_REACHED])
+                    return [np.array([count], np.int32) if first_block.rows else count]
                 levels = await self._backend.read(run.levels)
-            return [await self._shape(first, levels)]
+            return [levels[None, :] if first_block.rows else await self._shape(first, levels)]
         before = self._backend.telemetry()
         started = time.perf_counter_ns()
         plan = plan_multi_query(
-            queries,
+            [q for block in blocks for q in block.queries],
             num_vertices=self._graph.num_vertices,
             graph_bytes=self._graph_bytes,
             budget_bytes=self._graph_bytes + DEFAULT_QUERY_BUDGET,
             max_words=MSBFS_MAX_WORDS,
         )
         runner = MultiSourceTraversal(self._backend, self._buffers, self._graph.num_vertices)
-        results: list[Any] = []
-        for chunk in plan.chunks:
-            rows = await runner.run(chunk)
-            results += [
-                await self._shape(q, row) for q, row in zip(chunk.queries, rows, strict=True)
-            ]
+        # One group per batch, so the chunks are consecutive runs of the queries in order.
+        chunk_rows = [await runner.run(chunk) for chunk in plan.chunks]
         self._counters.add_run(
             before,
             self._backend.telemetry(),
@@ -513,6 +568,10 @@ class ResidentGraphSession:
             time.perf_counter_ns() - started,
             runner.device_ns,
         )
+        rows = chunk_rows[0] if len(chunk_rows) == 1 else np.concatenate(chunk_rows)
+        results: list[Any] = []
+        for block, part in zip(blocks, split_rows(blocks, rows), strict=True):
+            results.append(part if block.rows else await self._shape(block.queries[0], part[0]))
         return results
 
     async def _shape(self, query: TraversalQuery, row: np.ndarray) -> Any:
