@@ -1,15 +1,20 @@
 """The ``vyre-async`` command line.
 
+``vyre-async run FILE`` runs a job file: exit 0 when every item is committed, 1 when
+the job failed (too many failed items, a device lost too often), 2 for a bad job
+file or output folder, 130/143 after SIGINT/SIGTERM (drained and committed; the
+message says how to resume). ``vyre-async validate FILE`` checks a job file without
+running it (exit 0, or 2 with the file, the path inside it and a fix).
 ``vyre-async info`` prints what this machine offers: the backend ``auto`` picks, the
 GPU (name, compute capability, memory, driver version), NVRTC's version and the
-kernel cache directory. ``vyre-async validate FILE`` checks a job file (exit 0, or 2
-with the file, the path inside it and a fix). Errors print their message (with its
-``Fix:``) and exit 2, never a traceback.
+kernel cache directory. Errors print their message (with its ``Fix:``), never a
+traceback.
 """
 
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from collections.abc import Sequence
 
@@ -18,8 +23,8 @@ import msgspec
 
 from . import __version__
 from .backends import open_backend
-from .errors import VyreError
-from .jobs import RandomSources, WorkloadSection, load_job
+from .errors import ConfigurationError, ValidationError, VyreError
+from .jobs import JobRunner, JobSummary, load_job, total_items
 from .kernels._cache import cache_root
 from .kernels._nvrtc import nvrtc_version
 from .logging import configure_logging
@@ -43,33 +48,84 @@ async def _info() -> dict[str, object]:
     return report
 
 
-def _item_count(workload: WorkloadSection) -> int:
-    if workload.sources is None:
-        return 1
-    if isinstance(workload.sources, RandomSources):
-        return workload.sources.random
-    return len(workload.sources)
+def _run(args: argparse.Namespace) -> int:
+    try:
+        spec = load_job(args.file)
+    except VyreError as exc:
+        print(f"vyre-async: {exc}", file=sys.stderr)
+        return 2
+    log_format = getattr(args, "log_format", None) or spec.logging.format
+    configure_logging(log_format, level=args.log_level or spec.logging.level)
+    bar = sys.stderr if log_format == "console" and sys.stderr.isatty() else None
+    try:
+        runner = JobRunner(
+            spec,
+            job_file=args.file,
+            out=args.out,
+            backend=args.backend,
+            resume=args.resume,
+            handle_signals=True,
+            progress_stream=bar,
+        )
+        summary = anyio.run(runner.run)
+    except VyreError as exc:
+        print(f"vyre-async: {exc}", file=sys.stderr)
+        return 2 if isinstance(exc, ConfigurationError | ValidationError) else 1
+    _print_summary(summary, args)
+    return summary.exit_code
+
+
+def _print_summary(summary: JobSummary, args: argparse.Namespace) -> None:
+    print(f"job {summary.job!r}: {summary.status}: {summary.message}")
+    print(
+        f"  {summary.items_this_run} items this run ({summary.items_skipped} committed "
+        f"before), {summary.items_failed} failed in all, {summary.seconds:.2f} s, "
+        f"{summary.items_per_s:,.0f} items/s on {summary.backend} ({summary.device})"
+    )
+    print(f"  summary: {summary.output}/summary.json")
+    if summary.status == "interrupted":
+        command = ["vyre-async", "run", args.file, "--resume"]
+        if args.out is not None:
+            command += ["--out", args.out]
+        if args.backend is not None:
+            command += ["--backend", args.backend]
+        print(f"  to finish it: {shlex.join(command)}", file=sys.stderr)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``vyre-async``; returns the process exit code."""
     parser = argparse.ArgumentParser(prog="vyre-async", description=__doc__.splitlines()[0])
-    parser.add_argument("--log-format", choices=["console", "json"], default="console")
-    parser.add_argument("--log-level", default="warning")
+    parser.add_argument("--log-format", choices=["console", "json"], default=None)
+    parser.add_argument(
+        "--log-level",
+        choices=["debug", "info", "warning", "error"],
+        default=None,
+        help="default: the job file's level for run, warning otherwise",
+    )
     commands = parser.add_subparsers(dest="command", required=True)
+    run = commands.add_parser("run", help="run a job file")
+    run.add_argument("file", help="a .toml, .json, .yaml or .yml job file")
+    run.add_argument("--out", help="output folder (default: [output] dir beside the file)")
+    run.add_argument("--backend", choices=["auto", "cuda", "cpu"], help="override [job] backend")
+    run.add_argument("--resume", action="store_true", help="continue the job in the folder")
+    run.add_argument(
+        "--log-format", choices=["console", "json"], default=argparse.SUPPRESS, dest="log_format"
+    )
     info = commands.add_parser("info", help="devices, capabilities, versions")
     info.add_argument("--json", action="store_true", help="print one JSON object")
     validate = commands.add_parser("validate", help="check a job file without running it")
     validate.add_argument("file", help="a .toml, .json, .yaml or .yml job file")
     args = parser.parse_args(argv)
-    configure_logging(args.log_format, level=args.log_level)
+    if args.command == "run":
+        return _run(args)
+    configure_logging(args.log_format or "console", level=args.log_level or "warning")
     if args.command == "validate":
         try:
             spec = load_job(args.file)
         except VyreError as exc:
             print(f"vyre-async: {exc}", file=sys.stderr)
             return 2
-        items = sum(_item_count(w) for w in spec.workload)
+        items = total_items(spec)
         print(
             f"{args.file}: valid job {spec.job.name!r}, {len(spec.workload)} workload(s), "
             f"{items} item(s)"

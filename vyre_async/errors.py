@@ -36,11 +36,14 @@ class VyreError(Exception):
 
     Attributes:
         code: Stable integer identifying the error class.
+        retryable: Whether running the same work again may succeed (a timeout, memory
+            pressure, a lost device once reopened); the job runner retries only these.
         what: The first half of the message.
         fix: The second half of the message.
     """
 
     code: ClassVar[int] = 1
+    retryable: ClassVar[bool] = False
 
     def __init__(self, what: str, *, fix: str) -> None:
         what = what.strip()
@@ -98,18 +101,21 @@ class OutOfMemoryError(VyreError):
     """Device or pinned host memory ran out, or a byte cap was reached."""
 
     code: ClassVar[int] = 40
+    retryable: ClassVar[bool] = True
 
 
 class DeviceLostError(VyreError):
     """The device reported a sticky error; the backend refuses all further work."""
 
     code: ClassVar[int] = 50
+    retryable: ClassVar[bool] = True
 
 
 class DispatchError(VyreError):
     """A dispatch failed or timed out after it was accepted."""
 
     code: ClassVar[int] = 60
+    retryable: ClassVar[bool] = True
 
 
 class QueueFullError(DispatchError):

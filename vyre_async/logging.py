@@ -8,14 +8,23 @@ application (or the ``vyre-async`` CLI) calls :func:`configure_logging` once.
 from __future__ import annotations
 
 import logging
+import queue
 import sys
-from typing import Literal, TextIO
+import threading
+from collections.abc import MutableMapping
+from pathlib import Path
+from typing import Any, Literal, TextIO
 
+import msgspec
 import structlog
 
-__all__ = ["LogFormat", "configure_logging", "get_logger", "tracing_enabled"]
+__all__ = ["JsonLogFile", "LogFormat", "configure_logging", "get_logger", "tracing_enabled"]
 
 LogFormat = Literal["console", "json"]
+
+# Queues of the JsonLogFile writers that get every event as a JSON line.
+_json_files: list[queue.SimpleQueue[bytes | None]] = []
+_json_encoder = msgspec.json.Encoder(enc_hook=str)
 
 # Per-dispatch events are only emitted once an application asked for debug logs:
 # structlog left unconfigured prints every level, and a library must not print a
@@ -59,12 +68,71 @@ def configure_logging(
             structlog.processors.TimeStamper(fmt="iso", utc=True),
             structlog.processors.StackInfoRenderer(),
             structlog.processors.format_exc_info,
+            _copy_to_json_files,
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(numeric),
         logger_factory=structlog.PrintLoggerFactory(file=stream or sys.stderr),
         cache_logger_on_first_use=False,
     )
+
+
+def _copy_to_json_files(
+    _logger: object, _method: str, event_dict: MutableMapping[str, Any]
+) -> MutableMapping[str, Any]:
+    if _json_files:
+        line = _json_encoder.encode(dict(event_dict)) + b"\n"
+        for lines in _json_files:
+            lines.put(line)
+    return event_dict
+
+
+class JsonLogFile:
+    """Copies every event (at the configured level) to a file as JSON lines.
+
+    A background thread does the writing, so logging never blocks the event loop;
+    it flushes whenever it has drained what was queued. ``open`` and ``close`` block
+    (call them in a worker thread from async code). Needs logging set up by
+    :func:`configure_logging`, which ``open`` does with the defaults if nothing
+    configured structlog yet.
+
+    Args:
+        path: The file; lines are appended.
+    """
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+        self._queue: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._write, name=f"log writer {path}", daemon=True)
+
+    def open(self) -> None:
+        """Open the file and start copying events to it."""
+        if not structlog.is_configured():
+            configure_logging()
+        self._file = open(self._path, "ab")  # noqa: SIM115 - closed by the writer thread
+        self._thread.start()
+        _json_files.append(self._queue)
+
+    def close(self) -> None:
+        """Stop copying, write what is queued and close the file."""
+        if self._queue in _json_files:
+            _json_files.remove(self._queue)
+            self._queue.put(None)
+            self._thread.join()
+
+    def _write(self) -> None:
+        with self._file:
+            while True:
+                line = self._queue.get()
+                while line is not None:
+                    self._file.write(line)
+                    try:
+                        line = self._queue.get_nowait()
+                    except queue.Empty:
+                        break
+                else:
+                    return
+                self._file.flush()
 
 
 def get_logger(name: str) -> structlog.typing.FilteringBoundLogger:

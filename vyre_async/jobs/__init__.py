@@ -1,6 +1,21 @@
-"""Batch jobs described by config files: specs and loading (the runner comes next)."""
+"""Batch jobs described by config files: specs, loading, the runner and its output.
 
+A job file decodes into a frozen :class:`JobSpec`; a :class:`JobRunner` runs its
+items (one query per source, or one PageRank run, numbered from 0 in file order)
+through a resident-graph session and commits their :class:`ItemRecord` s to an
+output folder exactly once; :func:`read_records` reads them back.
+"""
+
+from ._execute import BlockExecutor as BlockExecutor
+from ._execute import BlockResult as BlockResult
+from ._execute import execute_block as execute_block
+from ._items import total_items as total_items
 from ._load import load_job as load_job
+from ._records import ItemRecord as ItemRecord
+from ._records import Manifest as Manifest
+from ._runner import JobRunner as JobRunner
+from ._runner import JobSummary as JobSummary
+from ._runner import RunnerState as RunnerState
 from ._spec import BatchingSection as BatchingSection
 from ._spec import GraphSection as GraphSection
 from ._spec import JobSection as JobSection
@@ -10,16 +25,27 @@ from ._spec import LoggingSection as LoggingSection
 from ._spec import OutputSection as OutputSection
 from ._spec import RandomSources as RandomSources
 from ._spec import WorkloadSection as WorkloadSection
+from ._store import read_records as read_records
 
 __all__ = [
     "BatchingSection",
+    "BlockExecutor",
+    "BlockResult",
     "GraphSection",
+    "ItemRecord",
+    "JobRunner",
     "JobSection",
     "JobSpec",
+    "JobSummary",
     "LimitsSection",
     "LoggingSection",
+    "Manifest",
     "OutputSection",
     "RandomSources",
+    "RunnerState",
     "WorkloadSection",
+    "execute_block",
     "load_job",
+    "read_records",
+    "total_items",
 ]

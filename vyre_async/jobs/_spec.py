@@ -61,9 +61,16 @@ class WorkloadSection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 
 class OutputSection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """``[output]``: where results go (relative to the job file unless ``--out``)."""
+    """``[output]``: where results go, and how often they are committed.
+
+    ``dir`` is relative to the job file and must stay inside the job file's folder
+    (``--out`` on the command line may name any folder). A chunk of records is
+    committed once it holds ``commit_items`` records or ``commit_interval_s`` passed.
+    """
 
     dir: Annotated[str, msgspec.Meta(min_length=1)]
+    commit_items: Annotated[int, msgspec.Meta(ge=1, le=1_000_000)] = 8192
+    commit_interval_s: Annotated[float, msgspec.Meta(gt=0.0, le=3600.0)] = 2.0
 
 
 class BatchingSection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -74,18 +81,28 @@ class BatchingSection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 
 class LimitsSection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """``[limits]``: per-item timeout, retries of retryable errors, failure budget."""
+    """``[limits]``: timeouts, retries of retryable errors, the failure budget.
+
+    A job stops (exit 1) once more than ``max_failed_items`` items failed. A lost
+    device is reopened, and the graph uploaded again, at most ``max_reopens`` times.
+    On the first SIGINT/SIGTERM in-flight work gets ``drain_timeout_s`` to finish.
+    """
 
     item_timeout_s: Annotated[float, msgspec.Meta(gt=0.0)] = 60.0
     retries: Annotated[int, msgspec.Meta(ge=0, le=100)] = 2
+    retry_backoff_s: Annotated[float, msgspec.Meta(ge=0.0, le=600.0)] = 0.1
     max_failed_items: NonNegative = 0
+    max_reopens: Annotated[int, msgspec.Meta(ge=0, le=100)] = 2
+    drain_timeout_s: Annotated[float, msgspec.Meta(gt=0.0, le=3600.0)] = 30.0
 
 
 class LoggingSection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """``[logging]``: console or JSON lines, and the level."""
+    """``[logging]``: console or JSON lines, the level, and how often a progress line
+    is logged when standard error is not a terminal."""
 
     format: Literal["console", "json"] = "console"
     level: Literal["debug", "info", "warning", "error"] = "info"
+    progress_interval_s: Annotated[float, msgspec.Meta(gt=0.0, le=3600.0)] = 5.0
 
 
 class JobSpec(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

@@ -1,0 +1,136 @@
+"""Running one block of items on a resident-graph session, and its records.
+
+A block of traversal items is one batched ``bfs_many`` call (so it joins the
+session's dynamic batcher as a unit); a PageRank item is one ``pagerank`` call.
+Counts become records directly; full arrays are written to ``.npy`` files first.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+import numpy as np
+
+from ..sessions import ResidentGraphSession
+from ._items import ItemBlock
+from ._records import ItemRecord
+from ._spec import WorkloadSection
+from ._store import ResultStore
+
+
+class BlockResult:
+    """What a block computed: reached counts, levels rows, or PageRank ranks.
+
+    Attributes:
+        counts: Reached vertices per item (``"counts"`` readback and ``reach``).
+        rows: Levels per item, ``(items, V)`` (``"levels"`` readback).
+        ranks: The ranks of a PageRank item.
+    """
+
+    __slots__ = ("counts", "ranks", "rows")
+
+    def __init__(
+        self,
+        *,
+        counts: np.ndarray | None = None,
+        rows: np.ndarray | None = None,
+        ranks: np.ndarray | None = None,
+    ) -> None:
+        self.counts = counts
+        self.rows = rows
+        self.ranks = ranks
+
+
+#: Runs a block: ``(session, workload, sources) -> BlockResult``. The runner takes
+#: another one for fault injection in tests.
+BlockExecutor = Callable[
+    [ResidentGraphSession, WorkloadSection, np.ndarray], Awaitable[BlockResult]
+]
+
+
+async def execute_block(
+    session: ResidentGraphSession, workload: WorkloadSection, sources: np.ndarray
+) -> BlockResult:
+    """Run a block's items; see :data:`BlockExecutor`."""
+    if workload.kind == "pagerank":
+        ranks = await session.pagerank(workload.damping, workload.tol, workload.max_iter)
+        return BlockResult(ranks=ranks)
+    k = workload.k if workload.kind == "khop" else None
+    if workload.kind == "reach" or workload.readback == "counts":
+        return BlockResult(counts=await session.bfs_many(sources.tolist(), k=k, readback="counts"))
+    return BlockResult(rows=await session.bfs_many(sources.tolist(), k=k, readback="levels"))
+
+
+def count_records(
+    block: ItemBlock, workload: WorkloadSection, counts: np.ndarray, attempts: int, run_ms: float
+) -> list[ItemRecord]:
+    """Records of a block that read back counts (no files to write)."""
+    kind, index, size = workload.kind, block.workload, len(block)
+    return [
+        ItemRecord(
+            id=i,
+            workload=index,
+            kind=kind,
+            source=s,
+            reached=c,
+            attempts=attempts,
+            batch=size,
+            run_ms=run_ms,
+        )
+        for i, s, c in zip(block.ids.tolist(), block.sources.tolist(), counts.tolist(), strict=True)
+    ]
+
+
+def array_records(
+    store: ResultStore,
+    block: ItemBlock,
+    workload: WorkloadSection,
+    result: BlockResult,
+    attempts: int,
+    run_ms: float,
+) -> list[ItemRecord]:
+    """Records of a block with full results, each array written to ``arrays/<id>.npy``.
+
+    Blocks on file I/O: call it in a worker thread.
+    """
+    kind, index, size = workload.kind, block.workload, len(block)
+    if result.ranks is not None:
+        ranks = result.ranks
+        top = int(np.argmax(ranks)) if ranks.size else None
+        item = int(block.ids[0])
+        return [
+            ItemRecord(
+                id=item,
+                workload=index,
+                kind=kind,
+                top_vertex=top,
+                top_rank=float(ranks[top]) if top is not None else None,
+                array=store.write_array(item, ranks),
+                attempts=attempts,
+                run_ms=run_ms,
+            )
+        ]
+    if result.rows is None:
+        raise ValueError("a block result without rows or ranks has no arrays to write")
+    records = []
+    for item, source, row in zip(
+        block.ids.tolist(), block.sources.tolist(), result.rows, strict=True
+    ):
+        reached = row >= 0
+        # k-hop items keep the vertex ids they reach; BFS items keep every level.
+        saved = np.flatnonzero(reached).astype(np.int32) if kind == "khop" else row
+        records.append(
+            ItemRecord(
+                id=item,
+                workload=index,
+                kind=kind,
+                source=source,
+                reached=int(reached.sum()),
+                max_level=int(row.max()) if row.size else -1,
+                array=store.write_array(item, saved),
+                attempts=attempts,
+                batch=size,
+                run_ms=run_ms,
+            )
+        )
+    return records

@@ -1,0 +1,149 @@
+"""A job's items: one query per source, or one PageRank run, numbered from 0.
+
+Workloads are numbered in file order and their items follow each other: workload 0
+holds ids ``0 .. n0-1``, workload 1 the next ``n1``, and so on. Sources are made
+lazily, in blocks, so a job of a hundred million random sources never holds them all;
+random sources are drawn in fixed-size chunks from a generator seeded by the file,
+so every run (and every resume) sees the same source for the same id.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+import numpy.typing as npt
+
+from ..errors import ConfigurationError
+from ._spec import JobSpec, RandomSources, WorkloadSection
+
+#: Random sources drawn per generator call. Part of the sources' definition (it
+#: orders the draws), so keep it fixed.
+SOURCE_CHUNK = 1 << 16
+#: Host bytes of full-levels rows one block may bring back.
+LEVELS_BLOCK_BYTES = 256 << 20
+
+Ids = npt.NDArray[np.int64]
+
+
+class ItemBlock:
+    """Consecutive items of one workload that run together.
+
+    Attributes:
+        workload: Index of the workload in the job file.
+        ids: Item ids (int64), ascending.
+        sources: Source vertex per item (int64); empty for PageRank.
+    """
+
+    __slots__ = ("ids", "sources", "workload")
+
+    def __init__(self, workload: int, ids: Ids, sources: Ids) -> None:
+        self.workload = workload
+        self.ids = ids
+        self.sources = sources
+
+    def __len__(self) -> int:
+        return int(self.ids.size)
+
+    def split(self) -> list[ItemBlock]:
+        """One block per item (to find which item of a failed block is at fault)."""
+        if self.sources.size == 0:
+            return [self]
+        return [
+            ItemBlock(self.workload, self.ids[i : i + 1], self.sources[i : i + 1])
+            for i in range(len(self))
+        ]
+
+
+def workload_items(workload: WorkloadSection) -> int:
+    """Items of one workload: its sources, or one PageRank run."""
+    if workload.sources is None:
+        return 1
+    if isinstance(workload.sources, RandomSources):
+        return workload.sources.random
+    return len(workload.sources)
+
+
+def total_items(spec: JobSpec) -> int:
+    """Items of the whole job."""
+    return sum(workload_items(w) for w in spec.workload)
+
+
+def block_size(workload: WorkloadSection, max_batch: int, num_vertices: int) -> int:
+    """Items per block: a batch's worth, fewer when full levels come back."""
+    if workload.kind == "pagerank":
+        return 1
+    if workload.readback == "levels":
+        return max(1, min(max_batch, LEVELS_BLOCK_BYTES // max(1, 4 * num_vertices)))
+    return max_batch
+
+
+def check_sources(spec: JobSpec, num_vertices: int, job_file: str) -> None:
+    """Refuse listed sources outside the graph (and random ones from an empty graph).
+
+    Raises:
+        ConfigurationError: Naming the file, the path inside it and the vertex.
+    """
+    for i, workload in enumerate(spec.workload):
+        sources = workload.sources
+        if sources is None:
+            continue
+        if num_vertices == 0:
+            raise ConfigurationError(
+                f"{job_file}: $.workload[{i}].sources: the graph has no vertices",
+                fix="point [graph] at a graph with vertices.",
+            )
+        if isinstance(sources, RandomSources):
+            continue
+        for j, source in enumerate(sources):
+            if source >= num_vertices:
+                raise ConfigurationError(
+                    f"{job_file}: $.workload[{i}].sources[{j}]: vertex {source} is out of "
+                    f"range for a graph of {num_vertices} vertices",
+                    fix=f"list vertex ids in [0, {num_vertices - 1}].",
+                )
+
+
+def iter_blocks(
+    spec: JobSpec, num_vertices: int, committed: npt.NDArray[np.bool_]
+) -> Iterator[ItemBlock]:
+    """The job's items in id order, in blocks, leaving out ``committed`` ids.
+
+    Args:
+        spec: The job.
+        num_vertices: Vertices of the loaded graph (random sources are drawn below it).
+        committed: One flag per item id; set ids are skipped.
+    """
+    base = 0
+    for index, workload in enumerate(spec.workload):
+        count = workload_items(workload)
+        size = block_size(workload, spec.batching.max_batch, num_vertices)
+        if workload.sources is None:
+            if not committed[base]:
+                yield ItemBlock(index, np.array([base], np.int64), np.empty(0, np.int64))
+        else:
+            for start, sources in _source_runs(workload, num_vertices, count):
+                for at in range(0, sources.size, size):
+                    part = sources[at : at + size]
+                    ids = np.arange(base + start + at, base + start + at + part.size)
+                    keep = ~committed[ids]
+                    if keep.all():
+                        yield ItemBlock(index, ids, part)
+                    elif keep.any():
+                        yield ItemBlock(index, ids[keep], part[keep])
+        base += count
+
+
+def _source_runs(
+    workload: WorkloadSection, num_vertices: int, count: int
+) -> Iterator[tuple[int, Ids]]:
+    """``(offset, sources)`` runs covering the workload's sources in order."""
+    sources = workload.sources
+    if isinstance(sources, RandomSources):
+        rng = np.random.default_rng(sources.seed)
+        for start in range(0, count, SOURCE_CHUNK):
+            size = min(SOURCE_CHUNK, count - start)
+            yield start, rng.integers(0, num_vertices, size, dtype=np.int64)
+    elif sources is not None:
+        for start in range(0, count, SOURCE_CHUNK):
+            yield start, np.asarray(sources[start : start + SOURCE_CHUNK], dtype=np.int64)

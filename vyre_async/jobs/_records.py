@@ -1,0 +1,95 @@
+"""What a job writes: one record per item, and the manifest that commits chunks.
+
+Records are JSON lines encoded by msgspec; full arrays (levels, vertex ids, ranks)
+go to ``.npy`` files that the record names. A chunk file of records counts only once
+the manifest lists it, and the manifest is replaced atomically, so a reader (or a
+resumed run) never sees half of a chunk or a record twice.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+#: Version of the manifest and record layout.
+FORMAT_VERSION = 1
+
+
+class ItemRecord(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
+    """The outcome of one item.
+
+    Attributes:
+        id: Item id (see :mod:`vyre_async.jobs` for the numbering).
+        workload: Index of its workload in the job file.
+        kind: ``"bfs"``, ``"khop"``, ``"reach"`` or ``"pagerank"``.
+        source: Source vertex (``None`` for PageRank).
+        ok: Whether it succeeded; a failed item has ``error`` and ``error_code``.
+        reached: Vertices reached (within ``k`` hops for ``khop``), source included.
+        max_level: Largest level reached (``"levels"`` readback of ``bfs``/``khop``).
+        top_vertex: Vertex of the largest rank (PageRank).
+        top_rank: The largest rank (PageRank).
+        array: The ``.npy`` file with the full result, relative to the output folder.
+        error: Why it failed (the error's message).
+        error_code: The error's stable code (``VyreError.code``; 0 for a timeout,
+            1 for an unexpected exception).
+        attempts: Runs it took, retries included.
+        batch: Items of the block it ran in.
+        run_ms: Wall milliseconds of its block's last attempt.
+    """
+
+    id: int
+    workload: int
+    kind: Literal["bfs", "khop", "reach", "pagerank"]
+    source: int | None = None
+    ok: bool = True
+    reached: int | None = None
+    max_level: int | None = None
+    top_vertex: int | None = None
+    top_rank: float | None = None
+    array: str | None = None
+    error: str | None = None
+    error_code: int | None = None
+    attempts: int = 1
+    batch: int = 1
+    run_ms: float = 0.0
+
+
+class ChunkEntry(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """One committed chunk file."""
+
+    name: str
+    records: int
+    failed: int
+    bytes: int
+
+
+class Manifest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """The commit point of a job's output folder.
+
+    Attributes:
+        format: :data:`FORMAT_VERSION`.
+        job: The job's name.
+        fingerprint: Hash of what determines the results (graph and workloads); a
+            resume with a different job is refused.
+        total_items: Items of the whole job.
+        chunks: Committed chunk files, in commit order.
+        complete: Every item committed and ``results.jsonl`` written.
+    """
+
+    format: int
+    job: str
+    fingerprint: str
+    total_items: int
+    chunks: tuple[ChunkEntry, ...] = ()
+    complete: bool = False
+
+    @property
+    def committed(self) -> int:
+        """Records committed so far."""
+        return sum(c.records for c in self.chunks)
+
+    @property
+    def failed(self) -> int:
+        """Committed records of failed items."""
+        return sum(c.failed for c in self.chunks)

@@ -1,0 +1,603 @@
+"""The batch runner: a job's items through a resident-graph session, committed once.
+
+Three kinds of task share one task group::
+
+    producer --(bounded stream of blocks)--> workers --(bounded stream)--> committer
+                                             session.bfs_many / pagerank
+
+The producer cuts the job's items into blocks (skipping committed ones); each
+worker runs a block with a timeout and bounded retries, through the session's
+dynamic batcher; the committer gathers records into chunks and commits them
+through the :class:`ResultStore`. Both streams are bounded, so a job holds a few
+blocks of items and one chunk of records however many items it has.
+
+A lost device ends the current *generation* (backend + session): the blocks it had
+taken are queued again, the backend is reopened and the graph uploaded again, at
+most ``limits.max_reopens`` times. The committer lives across generations.
+"""
+
+from __future__ import annotations
+
+import enum
+import hashlib
+import itertools
+import os
+import signal
+import sys
+import time
+from collections import deque
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Literal, TextIO
+
+import anyio
+import msgspec
+from anyio.abc import ObjectReceiveStream, ObjectSendStream
+
+from ..backends import BackendKind, open_backend
+from ..errors import ConfigurationError, DeviceLostError, LifecycleError, VyreError
+from ..graphs import CsrGraph, load_edge_list, load_matrix_market, load_npz, rmat
+from ..logging import JsonLogFile, get_logger
+from ..sessions import BatchingConfig, ResidentGraphSession
+from ._execute import BlockExecutor, array_records, count_records, execute_block
+from ._items import ItemBlock, check_sources, iter_blocks, total_items
+from ._progress import Progress
+from ._records import ItemRecord
+from ._spec import JobSpec
+from ._store import LOG_FILE, ResultStore, output_folder
+
+_log = get_logger("vyre_async.jobs")
+
+#: Blocks run at once; with blocks of ``max_batch`` items two keep the batcher busy,
+#: four leave room for workloads of different kinds.
+WORKERS = 4
+#: Exit codes: success, a failed job, a bad job file (the CLI's), SIGINT, SIGTERM.
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+_SIGNAL_EXIT = {signal.SIGINT: 130, signal.SIGTERM: 143}
+#: Error codes of failures that are not VyreErrors.
+TIMEOUT_CODE, UNEXPECTED_CODE = 0, 1
+
+
+class RunnerState(enum.Enum):
+    """Lifecycle of a runner: made, running once, finished."""
+
+    UNOPENED = "unopened"
+    RUNNING = "running"
+    FINISHED = "finished"
+
+
+class JobSummary(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """What a run did; printed at the end and written to ``<out>/summary.json``.
+
+    Attributes:
+        job: The job's name.
+        status: ``"complete"``, ``"interrupted"`` (a signal) or ``"failed"``.
+        exit_code: 0, 1 (failed), 130 (SIGINT) or 143 (SIGTERM).
+        message: One line saying how the run ended.
+        output: The output folder.
+        backend: Backend kind the items ran on.
+        device: Its device name.
+        items_total: Items of the whole job.
+        items_committed: Items committed in the folder, by every run so far.
+        items_this_run: Items this run committed.
+        items_skipped: Items earlier runs had committed (``--resume``).
+        items_failed: Failed items committed in the folder.
+        retries: Retries this run made.
+        reopens: Times this run reopened a lost device.
+        seconds: Wall seconds of this run.
+        items_per_s: Items this run committed per second.
+        telemetry: The last backend's telemetry snapshot.
+        batches: The last session's batcher statistics.
+    """
+
+    job: str
+    status: Literal["complete", "interrupted", "failed"]
+    exit_code: int
+    message: str
+    output: str
+    backend: str
+    device: str
+    items_total: int
+    items_committed: int
+    items_this_run: int
+    items_skipped: int
+    items_failed: int
+    retries: int
+    reopens: int
+    seconds: float
+    items_per_s: float
+    telemetry: dict[str, Any] | None
+    batches: dict[str, Any] | None
+
+
+def job_fingerprint(spec: JobSpec, job_file: Path) -> str:
+    """Hash of what determines a job's results: its graph (and file) and workloads."""
+    digest = hashlib.sha256(msgspec.json.encode([spec.graph, spec.workload]))
+    if spec.graph.path is not None:
+        path = job_file.parent / spec.graph.path
+        try:
+            stat = path.stat()
+        except OSError as exc:
+            raise ConfigurationError(
+                f"{job_file}: $.graph.path: {path} cannot be read ({exc.strerror or exc})",
+                fix="check the path; it is relative to the job file's folder.",
+            ) from None
+        digest.update(f"{stat.st_size}:{stat.st_mtime_ns}".encode())
+    return digest.hexdigest()
+
+
+def load_job_graph(spec: JobSpec, job_file: Path) -> CsrGraph:
+    """The job's graph: generated, or read from the file its path names (blocking)."""
+    graph = spec.graph
+    if graph.kind == "rmat":
+        if graph.scale is None:  # the spec's rules make this unreachable
+            raise ConfigurationError(f"{job_file}: $.graph.scale is missing", fix="set scale.")
+        return rmat(graph.scale, graph.edge_factor, graph.seed)
+    if graph.path is None:
+        raise ConfigurationError(f"{job_file}: $.graph.path is missing", fix="set path.")
+    path = job_file.parent / graph.path
+    if graph.kind == "mtx":
+        return load_matrix_market(path, symmetric=graph.symmetric)
+    if graph.kind == "npz":
+        return load_npz(path)
+    return load_edge_list(path, symmetric=graph.symmetric)
+
+
+class JobRunner:
+    """Runs one job once.
+
+    Args:
+        spec: The job.
+        job_file: The file it came from (relative paths start at its folder).
+        out: Output folder overriding ``[output] dir`` (any folder).
+        backend: Backend kind overriding ``[job] backend``.
+        resume: Continue the job committed in the output folder.
+        execute: Runs a block (default :func:`execute_block`); tests inject faults here.
+        handle_signals: Drain on the first SIGINT/SIGTERM and exit at once on the
+            second (the CLI turns this on; it needs the main thread).
+        progress_stream: Where the progress bar goes; ``None`` logs progress lines.
+    """
+
+    def __init__(
+        self,
+        spec: JobSpec,
+        *,
+        job_file: str | os.PathLike[str],
+        out: str | os.PathLike[str] | None = None,
+        backend: BackendKind | None = None,
+        resume: bool = False,
+        execute: BlockExecutor = execute_block,
+        handle_signals: bool = False,
+        progress_stream: TextIO | None = None,
+    ) -> None:
+        self._spec = spec
+        self._job_file = Path(job_file)
+        self._out = out
+        self._folder = Path()
+        self._backend_kind: BackendKind = backend or spec.job.backend
+        self._resume = resume
+        self._execute = execute
+        self._handle_signals = handle_signals
+        self._progress_stream = progress_stream
+        self._state = RunnerState.UNOPENED
+        self._total = total_items(spec)
+        # Blocks taken from the item sequence and not yet handed to the committer.
+        self._pending: dict[int, ItemBlock] = {}
+        self._redo: deque[ItemBlock] = deque()
+        self._keys = itertools.count()
+        self._stopping = False
+        self._stop_status: Literal["interrupted", "failed"] | None = None
+        self._stop_message = ""
+        self._signal: int | None = None
+        self._drain_deadline = float("inf")
+        self._generation_scope: anyio.CancelScope | None = None
+        self._lost: BaseException | None = None
+        self._retries = 0
+        self._reopens = 0
+        self._backend_name = ("", "")
+        self._telemetry: dict[str, Any] | None = None
+        self._batches: dict[str, Any] | None = None
+
+    @property
+    def state(self) -> RunnerState:
+        """Unopened, running or finished."""
+        return self._state
+
+    async def run(self) -> JobSummary:
+        """Run the job to completion, a stop (signal, failures) or a fatal error.
+
+        Returns:
+            The summary, also written to ``<out>/summary.json``.
+
+        Raises:
+            ConfigurationError: The output folder or graph cannot be used.
+            LifecycleError: This runner ran before.
+        """
+        if self._state is not RunnerState.UNOPENED:
+            raise LifecycleError(
+                f"this job runner is {self._state.value}", fix="make a new JobRunner per run."
+            )
+        self._state = RunnerState.RUNNING
+        try:
+            return await self._run()
+        except BaseExceptionGroup as group:
+            error = _single_error(group)
+            if error is None:
+                raise
+            raise error from None
+        finally:
+            self._state = RunnerState.FINISHED
+
+    async def _run(self) -> JobSummary:
+        spec, started = self._spec, time.monotonic()
+        self._folder = await anyio.to_thread.run_sync(
+            output_folder, self._job_file, spec.output.dir, self._out
+        )
+        fingerprint = await anyio.to_thread.run_sync(job_fingerprint, spec, self._job_file)
+        store = await anyio.to_thread.run_sync(
+            lambda: ResultStore.open(
+                self._folder,
+                job=spec.job.name,
+                fingerprint=fingerprint,
+                total_items=self._total,
+                resume=self._resume,
+            )
+        )
+        log_file = JsonLogFile(self._folder / LOG_FILE)
+        await anyio.to_thread.run_sync(log_file.open)
+        try:
+            return await self._run_logged(store, started)
+        finally:
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(log_file.close)
+
+    async def _run_logged(self, store: ResultStore, started: float) -> JobSummary:
+        spec = self._spec
+        _log.info(
+            "job_started",
+            job=spec.job.name,
+            output=str(self._folder),
+            items=self._total,
+            resume=self._resume,
+        )
+        graph = await anyio.to_thread.run_sync(load_job_graph, spec, self._job_file)
+        check_sources(spec, graph.num_vertices, str(self._job_file))
+        committed = await anyio.to_thread.run_sync(store.committed_ids)
+        skipped = int(committed.sum())
+        progress = Progress(
+            self._total, skipped, self._progress_stream, spec.logging.progress_interval_s
+        )
+        blocks = iter_blocks(spec, graph.num_vertices, committed)
+        del committed
+        await self._run_generations(store, graph, blocks, progress)
+        progress.close()
+        summary = await self._finish(store, progress, time.monotonic() - started)
+        fields = msgspec.to_builtins(summary)
+        for bulky in ("telemetry", "batches"):  # in summary.json; too long for a line
+            fields.pop(bulky)
+        _log.info("job_finished", **fields)
+        return summary
+
+    # ------------------------------------------------------------- the pipeline
+    async def _run_generations(
+        self, store: ResultStore, graph: CsrGraph, blocks: Iterator[ItemBlock], progress: Progress
+    ) -> None:
+        send, receive = anyio.create_memory_object_stream[list[ItemRecord]](WORKERS)
+        committed = anyio.Event()
+        async with anyio.create_task_group() as tg:
+            if self._handle_signals:
+                tg.start_soon(self._watch_signals)
+            tg.start_soon(self._commit_loop, store, receive, progress, committed)
+            async with send:
+                while True:
+                    await self._generation(graph, blocks, send, store)
+                    if self._lost is None or not self._reopen():
+                        break
+            # The committer commits what is left, then the signal task (which never
+            # ends by itself) is cancelled.
+            await committed.wait()
+            tg.cancel_scope.cancel()
+
+    def _reopen(self) -> bool:
+        lost, self._lost = self._lost, None
+        self._redo.extend(sorted(self._pending.values(), key=lambda b: int(b.ids[0])))
+        self._pending.clear()
+        if self._stopping:
+            return False
+        if self._reopens >= self._spec.limits.max_reopens:
+            self._stop(
+                "failed",
+                f"the device was lost {self._reopens + 1} times (limits.max_reopens="
+                f"{self._spec.limits.max_reopens}): {lost}",
+            )
+            return False
+        self._reopens += 1
+        _log.warning("device_lost_reopening", reopen=self._reopens, error=str(lost))
+        return True
+
+    async def _generation(
+        self,
+        graph: CsrGraph,
+        blocks: Iterator[ItemBlock],
+        records: ObjectSendStream[list[ItemRecord]],
+        store: ResultStore,
+    ) -> None:
+        spec = self._spec
+        batching = BatchingConfig(
+            max_batch=spec.batching.max_batch, max_delay=spec.batching.max_delay_ms / 1000
+        )
+        try:
+            async with (
+                open_backend(self._backend_kind) as backend,
+                backend.resident_graph(graph, batching=batching) as session,
+            ):
+                self._backend_name = (backend.kind, backend.device_name)
+                with anyio.CancelScope(deadline=self._drain_deadline) as scope:
+                    self._generation_scope = scope
+                    send, receive = anyio.create_memory_object_stream[tuple[int, ItemBlock]](
+                        WORKERS
+                    )
+                    async with anyio.create_task_group() as tg:
+                        tg.start_soon(self._produce, blocks, send)
+                        async with receive:
+                            for _ in range(WORKERS):
+                                tg.start_soon(self._work, session, receive.clone(), records, store)
+                self._generation_scope = None
+                self._telemetry = msgspec.to_builtins(backend.telemetry())
+                stats = session.batch_stats()
+                self._batches = msgspec.to_builtins(stats) if stats is not None else None
+        except VyreError as exc:
+            if self._lost is None and not isinstance(exc, DeviceLostError):
+                raise
+            # Closing (or reopening) a lost device fails too; the next try decides.
+            self._lost = self._lost or exc
+
+    async def _produce(
+        self, blocks: Iterator[ItemBlock], send: ObjectSendStream[tuple[int, ItemBlock]]
+    ) -> None:
+        async with send:
+            while not self._stopping:
+                block = self._redo.popleft() if self._redo else next(blocks, None)
+                if block is None:
+                    return
+                key = next(self._keys)
+                self._pending[key] = block
+                await send.send((key, block))
+
+    async def _work(
+        self,
+        session: ResidentGraphSession,
+        receive: ObjectReceiveStream[tuple[int, ItemBlock]],
+        records: ObjectSendStream[list[ItemRecord]],
+        store: ResultStore,
+    ) -> None:
+        async with receive:
+            async for key, block in receive:
+                if self._stopping:
+                    continue  # stays pending: not committed, so a resume runs it
+                try:
+                    done = await self._run_block(session, block, store)
+                except DeviceLostError as exc:
+                    self._lose(exc)
+                    return
+                except VyreError as exc:
+                    if self._lost is None:
+                        raise
+                    _log.debug("block_abandoned_with_lost_device", error=str(exc))
+                    return
+                await records.send(done)
+                del self._pending[key]
+
+    def _lose(self, exc: BaseException) -> None:
+        if self._lost is None:
+            self._lost = exc
+        if self._generation_scope is not None:
+            self._generation_scope.cancel()
+
+    async def _run_block(
+        self, session: ResidentGraphSession, block: ItemBlock, store: ResultStore
+    ) -> list[ItemRecord]:
+        limits = self._spec.limits
+        workload = self._spec.workload[block.workload]
+        attempts = 0
+        while True:
+            attempts += 1
+            started = time.perf_counter()
+            try:
+                with anyio.fail_after(limits.item_timeout_s):
+                    result = await self._execute(session, workload, block.sources)
+            except Exception as exc:
+                if isinstance(exc, DeviceLostError) or self._lost is not None:
+                    raise
+                retryable = isinstance(exc, TimeoutError) or (
+                    isinstance(exc, VyreError) and exc.retryable
+                )
+                if retryable and attempts <= limits.retries:
+                    self._retries += 1
+                    _log.info(
+                        "block_retry",
+                        first_item=int(block.ids[0]),
+                        items=len(block),
+                        attempt=attempts,
+                        error=_reason(exc, limits.item_timeout_s),
+                    )
+                    await anyio.sleep(limits.retry_backoff_s * 2 ** (attempts - 1))
+                    continue
+                if len(block) > 1:
+                    # Find the items at fault: each of the block's items on its own.
+                    done: list[ItemRecord] = []
+                    for single in block.split():
+                        done += await self._run_block(session, single, store)
+                    return done
+                return [self._failed(block, exc, attempts)]
+            run_ms = round((time.perf_counter() - started) * 1000, 3)
+            if result.counts is not None:
+                return count_records(block, workload, result.counts, attempts, run_ms)
+            return await anyio.to_thread.run_sync(
+                array_records, store, block, workload, result, attempts, run_ms
+            )
+
+    def _failed(self, block: ItemBlock, exc: Exception, attempts: int) -> ItemRecord:
+        workload = self._spec.workload[block.workload]
+        if isinstance(exc, TimeoutError):
+            code = TIMEOUT_CODE
+        else:
+            code = exc.code if isinstance(exc, VyreError) else UNEXPECTED_CODE
+        reason = _reason(exc, self._spec.limits.item_timeout_s)
+        item = int(block.ids[0])
+        _log.warning("item_failed", item=item, attempts=attempts, error=reason, code=code)
+        return ItemRecord(
+            id=item,
+            workload=block.workload,
+            kind=workload.kind,
+            source=int(block.sources[0]) if block.sources.size else None,
+            ok=False,
+            error=reason,
+            error_code=code,
+            attempts=attempts,
+        )
+
+    async def _commit_loop(
+        self,
+        store: ResultStore,
+        receive: ObjectReceiveStream[list[ItemRecord]],
+        progress: Progress,
+        committed: anyio.Event,
+    ) -> None:
+        output = self._spec.output
+        limit = self._spec.limits.max_failed_items
+        failed_before = store.manifest.failed  # by earlier runs of this job
+        chunk: list[ItemRecord] = []
+        due = time.monotonic() + output.commit_interval_s
+        async with receive:
+            while True:
+                ended = False
+                with anyio.move_on_after(max(0.0, due - time.monotonic())):
+                    try:
+                        records = await receive.receive()
+                    except anyio.EndOfStream:
+                        ended = True
+                    else:
+                        chunk += records
+                        failed = sum(not r.ok for r in records)
+                        progress.add(len(records), failed)
+                        if failed and failed_before + progress.failed > limit:
+                            self._stop(
+                                "failed",
+                                f"{failed_before + progress.failed} items failed, "
+                                f"more than limits.max_failed_items={limit}",
+                            )
+                if chunk and (
+                    ended or len(chunk) >= output.commit_items or time.monotonic() >= due
+                ):
+                    with anyio.CancelScope(shield=True):
+                        await anyio.to_thread.run_sync(store.commit, chunk)
+                    chunk = []
+                if time.monotonic() >= due:
+                    due = time.monotonic() + output.commit_interval_s
+                if ended:
+                    committed.set()
+                    return
+
+    # ----------------------------------------------------------------- stopping
+    def _stop(self, status: Literal["interrupted", "failed"], message: str) -> None:
+        """Stop admitting blocks; in-flight ones get ``drain_timeout_s`` to finish."""
+        if self._stopping:
+            return
+        self._stopping, self._stop_status, self._stop_message = True, status, message
+        self._drain_deadline = anyio.current_time() + self._spec.limits.drain_timeout_s
+        if self._generation_scope is not None:
+            self._generation_scope.deadline = self._drain_deadline
+        _log.warning("job_stopping", reason=message, drain_s=self._spec.limits.drain_timeout_s)
+
+    async def _watch_signals(self) -> None:
+        with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            async for signum in signals:
+                if self._signal is not None:
+                    # Everything committed is already durable; whatever is half
+                    # written is a temp file or an unlisted chunk that resume ignores.
+                    print(
+                        f"\nvyre-async: second {signal.Signals(signum).name}: exiting now; "
+                        "committed results are intact.",
+                        file=sys.stderr,
+                        flush=True,
+                    )
+                    os._exit(_SIGNAL_EXIT.get(signum, 128 + signum))
+                self._signal = signum
+                name = signal.Signals(signum).name
+                print(
+                    f"\nvyre-async: {name}: finishing in-flight work (at most "
+                    f"{self._spec.limits.drain_timeout_s:g} s); send it again to exit now.",
+                    file=sys.stderr,
+                    flush=True,
+                )
+                self._stop("interrupted", f"interrupted by {name}")
+
+    async def _finish(self, store: ResultStore, progress: Progress, seconds: float) -> JobSummary:
+        manifest = store.manifest
+        complete = manifest.committed == self._total
+        if complete and not manifest.complete:
+            await anyio.to_thread.run_sync(store.finish)
+        status: Literal["complete", "interrupted", "failed"]
+        if self._stop_status == "interrupted" and not complete:
+            status = "interrupted"
+            code = _SIGNAL_EXIT.get(signal.Signals(self._signal or signal.SIGINT), 130)
+            message = (
+                f"{self._stop_message}: {manifest.committed} of {self._total} items "
+                "committed; resume with --resume"
+            )
+        elif self._stop_status == "failed":
+            status, code = "failed", EXIT_FAILED
+            message = f"job stopped: {self._stop_message}"
+        else:
+            status, code = "complete", EXIT_OK
+            message = (
+                f"{manifest.committed} items ({manifest.failed} failed) committed to "
+                f"{self._folder / 'results.jsonl'}"
+            )
+        summary = JobSummary(
+            job=self._spec.job.name,
+            status=status,
+            exit_code=code,
+            message=message,
+            output=str(self._folder),
+            backend=self._backend_name[0],
+            device=self._backend_name[1],
+            items_total=self._total,
+            items_committed=manifest.committed,
+            items_this_run=progress.done,
+            items_skipped=progress.skipped,
+            items_failed=manifest.failed,
+            retries=self._retries,
+            reopens=self._reopens,
+            seconds=round(seconds, 3),
+            items_per_s=round(progress.done / max(seconds, 1e-9), 1),
+            telemetry=self._telemetry,
+            batches=self._batches,
+        )
+        await anyio.to_thread.run_sync(store.write_summary, summary)
+        return summary
+
+
+def _reason(exc: BaseException, timeout_s: float) -> str:
+    if isinstance(exc, TimeoutError):
+        return f"timed out after {timeout_s:g} s (limits.item_timeout_s)"
+    if isinstance(exc, VyreError):
+        return str(exc)
+    return f"unexpected {type(exc).__name__}: {exc}"
+
+
+def _single_error(group: BaseExceptionGroup[BaseException]) -> BaseException | None:
+    """The one deliberate error inside a task group's exception group, if it is alone."""
+    leaves: list[BaseException] = []
+
+    def walk(exc: BaseException) -> None:
+        if isinstance(exc, BaseExceptionGroup):
+            for inner in exc.exceptions:
+                walk(inner)
+        else:
+            leaves.append(exc)
+
+    walk(group)
+    errors = [e for e in leaves if isinstance(e, VyreError)]
+    return errors[0] if len(errors) == len(leaves) and errors else None
