@@ -35,6 +35,7 @@ from ..streams._watcher import CompletionWatcher
 from ._config import DispatchConfig
 from ._core import BackendCore, Enqueued, ReadPlan, _quietly
 from ._cuda_launch import KernelCache, LoadedKernel
+from ._cuda_readback import COPY_THREADS, copy_out_pieces, plan_read_pieces
 from ._cuda_staging import COPY_PAD, StagingPlan, fill_inputs, plan_staging, take_outputs
 from ._resident import ResidentBuffer, slab_layout
 
@@ -122,6 +123,8 @@ class CudaBackend(BackendCore[DeviceAllocation]):
         self._pool_options = (max_cached_device_bytes, max_device_bytes, max_cached_pinned_bytes)
         self._device: CudaDevice | None = None
         self._limiter = anyio.CapacityLimiter(2)
+        # Host copies out of pinned memory: their own threads, never queued behind a compile.
+        self._copy_limiter = anyio.CapacityLimiter(COPY_THREADS)
         self._recorded: dict[int, Any] = {}  # id(completion) -> its recorded event
         self._uncollected: set[_StagedOutputs] = set()
         self._plans: dict[tuple[Any, ...], StagingPlan] = {}
@@ -699,6 +702,8 @@ class CudaBackend(BackendCore[DeviceAllocation]):
         device = self._cuda()
         sizes = [count * buffer.dtype.itemsize for _, buffer, _, count in plans]
         offsets = list(itertools.accumulate((-(-s // 256) * 256 for s in sizes), initial=0))
+        if sum(sizes) > _INLINE_COPY_BYTES:
+            return await self._read_in_pieces(plans, sizes, offsets)
         pinned = self._pinned.acquire(max(offsets[-1], COPY_PAD))
 
         def enqueue(stream: Any) -> None:
@@ -720,6 +725,52 @@ class CudaBackend(BackendCore[DeviceAllocation]):
         ]
         release_pinned()
         return arrays
+
+    async def _read_in_pieces(
+        self, plans: list[ReadPlan], sizes: list[int], offsets: list[int]
+    ) -> list[np.ndarray]:
+        """A large read: pieces copied out in worker threads while later pieces land.
+
+        Every piece is enqueued at once on one stream, each with its own completion
+        (see :mod:`._cuda_readback`). The pinned block goes back to its pool once no
+        copy reads it: at once on success, after the last piece has landed when the
+        wait is cancelled or fails.
+        """
+        device = self._cuda()
+        outs = [np.empty(count, buffer.dtype) for _, buffer, _, count in plans]
+        pieces = plan_read_pieces(sizes, offsets[:-1])
+        landed = [Completion() for _ in pieces]
+        pinned = self._pinned.acquire(offsets[-1])
+        release_pinned = self._once(self._pinned.release, pinned)
+        key, stream = self._stream()
+        try:
+            for piece, completion in zip(pieces, landed, strict=True):
+                storage, buffer, offset, _ = plans[piece.range_index]
+                device.call(
+                    device.driver.cuMemcpyDtoHAsync,
+                    pinned.ptr + piece.staged,
+                    storage.ptr + offset * buffer.dtype.itemsize + piece.start,
+                    piece.nbytes,
+                    stream,
+                )
+                self._finish_on(key, stream, completion, lambda: None)
+        except BaseException:
+            self._sync_after_failure(stream)
+            release_pinned()
+            raise
+        try:
+            await copy_out_pieces(
+                pieces,
+                landed,
+                pinned.array,
+                [out.reshape(-1).view(np.uint8) for out in outs],
+                self._copy_limiter,
+            )
+        except BaseException:
+            landed[-1].add_done_callback(release_pinned)
+            raise
+        release_pinned()
+        return outs
 
     def _release(self, storage: DeviceAllocation) -> None:
         if self._device is None or self._device.lost:
