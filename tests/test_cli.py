@@ -3,10 +3,17 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
+import numpy as np
 import pytest
+from graph_references import scipy_levels
+from job_files import write_job
 
+import vyre_async as va
 from vyre_async.cli import main
+from vyre_async.jobs import read_records
+from vyre_async.testing import gpu_unavailable_reason
 
 
 def test_info_json_names_the_backend_and_device(capsys: pytest.CaptureFixture[str]) -> None:
@@ -24,3 +31,66 @@ def test_unknown_command_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
         main(["frobnicate"])
     assert info.value.code == 2
     assert "usage:" in capsys.readouterr().err
+
+
+CONFIGS = sorted((Path(__file__).resolve().parents[1] / "configs").glob("*.toml"))
+
+
+@pytest.mark.parametrize("config", CONFIGS, ids=lambda p: p.name)
+def test_every_shipped_config_validates(config: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Each job file under configs/ is valid as shipped."""
+    assert main(["validate", str(config)]) == 0
+    assert "valid job" in capsys.readouterr().out
+
+
+def test_run_quickstart_commits_2000_counts_equal_to_scipy(
+    tmp_path: Path, rng: np.random.Generator, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The README's main job on the CPU backend: exit 0, every item once, SciPy's counts."""
+    quickstart = next(p for p in CONFIGS if p.name == "quickstart.toml")
+    out = tmp_path / "quick"
+    assert main(["run", str(quickstart), "--out", str(out), "--backend", "cpu"]) == 0
+    assert "complete" in capsys.readouterr().out
+    records = list(read_records(out))
+    assert sorted(r.id for r in records) == list(range(2000))
+    graph = va.graphs.rmat(16, 16, 7)
+    for record in rng.choice(np.array(records, dtype=object), 25, replace=False):
+        assert record.source is not None
+        assert record.reached == int((scipy_levels(graph, record.source) >= 0).sum())
+
+
+def test_run_refuses_a_used_folder_without_resume_and_resumes_with_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A second run into the same folder exits 2 naming --resume; --resume exits 0."""
+    job = write_job(tmp_path, [{"kind": "reach", "sources": [0, 1, 2]}])
+    assert main(["run", str(job)]) == 0
+    capsys.readouterr()
+    assert main(["run", str(job)]) == 2
+    err = capsys.readouterr().err
+    assert "--resume" in err
+    assert "Traceback" not in err
+    assert main(["run", str(job), "--resume", "--log-format", "json"]) == 0
+    assert "0 items this run (3 committed before)" in capsys.readouterr().out
+
+
+def test_run_with_a_bad_file_exits_2_naming_the_path(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A wrong field exits 2 with the file and $.path in one message, no traceback."""
+    job = write_job(tmp_path, [{"kind": "reach", "sources": "all"}])
+    assert main(["run", str(job)]) == 2
+    err = capsys.readouterr().err
+    assert "$.workload[0].sources" in err
+    assert "Fix:" in err
+    assert "Traceback" not in err
+
+
+@pytest.mark.skipif(gpu_unavailable_reason() is None, reason="a GPU answers on this machine")
+def test_run_on_cuda_without_a_gpu_exits_1_with_a_fix(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--backend cuda where no GPU answers: exit 1 and a message ending in a fix."""
+    job = write_job(tmp_path, [{"kind": "reach", "sources": [0]}])
+    assert main(["run", str(job), "--backend", "cuda"]) == 1
+    assert "Fix:" in capsys.readouterr().err

@@ -58,12 +58,19 @@ async def test_bfs_many_khop_and_small_budget_split_into_chunks(rng: np.random.G
         np.testing.assert_array_equal(row, np.where(dist <= 2, dist, -1))
 
 
-async def test_bfs_many_refuses_bad_sources_with_a_fix(rng: np.random.Generator) -> None:
+@pytest.mark.parametrize("batching", [None, va.BatchingConfig(max_batch=8)])
+async def test_bfs_many_refuses_bad_sources_with_a_fix(
+    rng: np.random.Generator, batching: va.BatchingConfig | None
+) -> None:
     """An out-of-range source in a batch raises ValidationError before anything runs."""
     graph = GRAPH_SHAPES["random_symmetric"](rng)
-    async with va.open_backend("cpu") as backend, backend.resident_graph(graph) as session:
-        with pytest.raises(va.ValidationError, match="Fix:"):
-            await session.bfs_many([0, graph.num_vertices])
+    async with (
+        va.open_backend("cpu") as backend,
+        backend.resident_graph(graph, batching=batching) as session,
+    ):
+        for bad in ([0, graph.num_vertices], [3, -1]):
+            with pytest.raises(va.ValidationError, match="Fix:"):
+                await session.bfs_many(bad)
 
 
 async def test_concurrent_queries_are_coalesced_and_each_gets_its_own_result(

@@ -486,8 +486,11 @@ class ResidentGraphSession:
         queue_timeout: float | None,
     ) -> np.ndarray:
         """``bfs_many`` through the batcher: blocks of up to ``max_batch`` queries."""
-        for source in sources:
-            self._check_source(source)
+        self._check_open()
+        if sources and (min(sources) < 0 or max(sources) >= self._graph.num_vertices):
+            # One C-level scan for the common case; the first bad source names itself.
+            for source in sources:
+                self._check_source(source)
         if not sources:
             return self._no_rows(readback, len(targets))
         ids = self._query_ids
