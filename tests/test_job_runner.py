@@ -48,6 +48,9 @@ async def test_counts_job_commits_one_record_per_item_equal_to_scipy(tmp_path: P
     assert sorted(r.id for r in records) == list(range(150))
     for record in records:
         assert record.ok
+        assert (record.kind, record.workload, record.attempts) == ("bfs", 0, 1)
+        assert record.batch == (16 if record.id < 144 else 6)  # blocks of max_batch=16
+        assert record.array is None
         assert record.source == sources[record.id]
         assert record.reached == expected_reach(graph, sources[record.id])
     lines = (await read_text(tmp_path / "out" / "results.jsonl")).splitlines()

@@ -66,16 +66,11 @@ def count_records(
 ) -> list[ItemRecord]:
     """Records of a block that read back counts (no files to write)."""
     kind, index, size = workload.kind, block.workload, len(block)
+    # Positional arguments: this runs once per item of every counts job, and keywords
+    # cost about as much again as the record itself.
     return [
         ItemRecord(
-            id=i,
-            workload=index,
-            kind=kind,
-            source=s,
-            reached=c,
-            attempts=attempts,
-            batch=size,
-            run_ms=run_ms,
+            i, index, kind, s, True, c, None, None, None, None, None, None, attempts, size, run_ms
         )
         for i, s, c in zip(block.ids.tolist(), block.sources.tolist(), counts.tolist(), strict=True)
     ]

@@ -39,6 +39,7 @@ from ..errors import ConfigurationError, DeviceLostError, LifecycleError, VyreEr
 from ..graphs import CsrGraph, load_edge_list, load_matrix_market, load_npz, rmat
 from ..logging import JsonLogFile, get_logger
 from ..sessions import BatchingConfig, ResidentGraphSession
+from ._committer import Committer
 from ._execute import BlockExecutor, array_records, count_records, execute_block
 from ._items import ItemBlock, check_sources, iter_blocks, total_items
 from ._progress import Progress
@@ -283,11 +284,11 @@ class JobRunner:
         self, store: ResultStore, graph: CsrGraph, blocks: Iterator[ItemBlock], progress: Progress
     ) -> None:
         send, receive = anyio.create_memory_object_stream[list[ItemRecord]](WORKERS)
-        committed = anyio.Event()
+        committer = Committer(store, self._spec.output, progress, self._check_failures)
         async with anyio.create_task_group() as tg:
             if self._handle_signals:
                 tg.start_soon(self._watch_signals)
-            tg.start_soon(self._commit_loop, store, receive, progress, committed)
+            tg.start_soon(committer.run, receive)
             async with send:
                 while True:
                     await self._generation(graph, blocks, send, store)
@@ -295,7 +296,7 @@ class JobRunner:
                         break
             # The committer commits what is left, then the signal task (which never
             # ends by itself) is cancelled.
-            await committed.wait()
+            await committer.done.wait()
             tg.cancel_scope.cancel()
 
     def _reopen(self) -> bool:
@@ -457,47 +458,12 @@ class JobRunner:
             attempts=attempts,
         )
 
-    async def _commit_loop(
-        self,
-        store: ResultStore,
-        receive: ObjectReceiveStream[list[ItemRecord]],
-        progress: Progress,
-        committed: anyio.Event,
-    ) -> None:
-        output = self._spec.output
+    def _check_failures(self, failed: int) -> None:
         limit = self._spec.limits.max_failed_items
-        failed_before = store.manifest.failed  # by earlier runs of this job
-        chunk: list[ItemRecord] = []
-        due = time.monotonic() + output.commit_interval_s
-        async with receive:
-            while True:
-                ended = False
-                with anyio.move_on_after(max(0.0, due - time.monotonic())):
-                    try:
-                        records = await receive.receive()
-                    except anyio.EndOfStream:
-                        ended = True
-                    else:
-                        chunk += records
-                        failed = sum(not r.ok for r in records)
-                        progress.add(len(records), failed)
-                        if failed and failed_before + progress.failed > limit:
-                            self._stop(
-                                "failed",
-                                f"{failed_before + progress.failed} items failed, "
-                                f"more than limits.max_failed_items={limit}",
-                            )
-                if chunk and (
-                    ended or len(chunk) >= output.commit_items or time.monotonic() >= due
-                ):
-                    with anyio.CancelScope(shield=True):
-                        await anyio.to_thread.run_sync(store.commit, chunk)
-                    chunk = []
-                if time.monotonic() >= due:
-                    due = time.monotonic() + output.commit_interval_s
-                if ended:
-                    committed.set()
-                    return
+        if failed > limit:
+            self._stop(
+                "failed", f"{failed} items failed, more than limits.max_failed_items={limit}"
+            )
 
     # ----------------------------------------------------------------- stopping
     def _stop(self, status: Literal["interrupted", "failed"], message: str) -> None:
