@@ -152,3 +152,77 @@ def test_random_bytes_only_ever_raise_configuration_errors(
     path.write_bytes(blob)
     with pytest.raises(ConfigurationError, match="Fix:"):
         load_job(path)
+
+
+def _toml_value(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(v) for v in value if v is not None) + "]"
+    # A basic string: JSON's escapes of control characters, quotes and backslashes are
+    # TOML's; other characters go in as they are (TOML has no surrogate-pair escapes).
+    return json.dumps(value, ensure_ascii=False).replace("\x7f", "\\u007f")
+
+
+def _to_toml(data: dict[str, object]) -> str:
+    """The job dict as TOML (tables of scalars and arrays; [[workload]] tables)."""
+    lines: list[str] = []
+    for section, body in data.items():
+        tables = body if isinstance(body, list) else [body]
+        for table in tables:
+            lines.append(f"[[{section}]]" if isinstance(body, list) else f"[{section}]")
+            for key, value in table.items():  # type: ignore[attr-defined]
+                if value is None:
+                    continue
+                if isinstance(value, dict):
+                    inner = ", ".join(f"{k} = {_toml_value(v)}" for k, v in value.items())
+                    lines.append(f"{_toml_value(key)} = {{ {inner} }}")
+                else:
+                    lines.append(f"{_toml_value(key)} = {_toml_value(value)}")
+    return "\n".join(lines) + "\n"
+
+
+@settings(
+    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    section=st.sampled_from(["job", "graph", "workload", "output", "batching", "limits", "x"]),
+    key=st.text(min_size=1, max_size=12),
+    value=_SCALARS | st.lists(_SCALARS, max_size=3),
+    suffix=st.sampled_from([".toml", ".json", ".yaml"]),
+)
+def test_validate_on_mutated_files_exits_0_or_2_naming_file_and_path(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    section: str,
+    key: str,
+    value: object,
+    suffix: str,
+) -> None:
+    """`vyre-async validate` on a mutated TOML/JSON/YAML job: exit 0, or 2 naming $.path."""
+    data = _quickstart()
+    target = data.setdefault(section, {})
+    if isinstance(target, list):
+        target = target[0]
+    target[key] = value  # type: ignore[index]
+    path = tmp_path / f"fuzz{suffix}"
+    if suffix == ".toml":
+        path.write_text(_to_toml(data))
+    else:
+        _write(tmp_path, path.name, data)
+    capsys.readouterr()
+    code = main(["validate", str(path)])
+    err = capsys.readouterr().err
+    assert code in (0, 2)
+    if code == 2:
+        assert str(path) in err
+        assert "$" in err, "a structural error names the path inside the file"
+        assert "Fix:" in err
+        assert "Traceback" not in err
+
+
+def test_the_toml_writer_of_these_tests_reproduces_the_quickstart() -> None:
+    """The fuzz test's TOML writer turns the quickstart dict back into an equal job."""
+    assert msgspec.convert(tomllib.loads(_to_toml(_quickstart())), JobSpec) == load_job(QUICKSTART)

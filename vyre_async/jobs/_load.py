@@ -65,4 +65,6 @@ def _path_first(message: str) -> str:
     text, sep, where = message.rpartition(" - at `")
     if sep and where.endswith("`"):
         return f"{where[:-1]}: {text}"
-    return message
+    if message.startswith("$"):  # a cross-field rule names its own path
+        return message
+    return f"$: {message}"  # msgspec names no path for the top level
