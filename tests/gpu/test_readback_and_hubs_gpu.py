@@ -16,7 +16,8 @@ async def test_large_read_equals_the_uploaded_bytes(
     cuda: va.Backend, rng: np.random.Generator
 ) -> None:
     """A read of many pieces (and an odd tail) returns exactly the uploaded array."""
-    array = rng.integers(-(2**31), 2**31 - 1, (5 * PIECE_BYTES + 12) // 4, dtype=np.int32)
+    rows = (5 * PIECE_BYTES + 12) // 12  # five pieces and an odd tail of 12-byte rows
+    array = rng.integers(-(2**31), 2**31 - 1, 3 * rows, dtype=np.int32)
     buf = await cuda.upload(array.reshape(-1, 3))
     got = await cuda.read(buf)
     assert got.shape == (array.size // 3, 3)
