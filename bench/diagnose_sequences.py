@@ -51,7 +51,7 @@ def cupy_pull(graph: va.graphs.CsrGraph) -> float:
 async def ours(graph: va.graphs.CsrGraph) -> None:
     """Device and enqueue time of single steps and of a 16-repeat body."""
     async with va.open_backend("cuda") as backend, backend.resident_graph(graph) as session:
-        b = session._buffers
+        b = session._replicas[0].buffers  # a diagnostic reaches inside the session
         n = graph.num_vertices
         ra = await backend.alloc(4 * n, np.float32)
         rb = await backend.alloc(4 * n, np.float32)

@@ -1,50 +1,52 @@
 """Resident-graph sessions: upload a graph once, run many analyses over it.
 
 The graph's CSR arrays (and, for a directed graph, its transpose, which bottom-up
-BFS and pull PageRank read) go to the device in one ``upload_group``: one
-allocation, one transfer. Each analysis then runs as resident repeated sequences:
-a few levels (or iterations) per submission, with only the small state word block
-read back between submissions, so the host waits once per several levels and reads
-the full result only once, and only what the caller asked for.
+BFS and pull PageRank read) go to each device in one ``upload_group``: one
+allocation, one transfer. Each analysis then runs as resident repeated sequences
+(see :mod:`._analyses`) on one replica of the graph.
 
-Scratch buffers (levels, ranks, state) are kept per session and reused by the next
-run, so steady-state runs allocate nothing.
+A session over a multi-device backend keeps one replica per device: each analysis
+(and, with batching, each batch) runs on the replica with the least work running,
+so batches spread over devices by queue depth; a replica whose device is lost is
+taken out and its work runs again on the others.
 """
 
 from __future__ import annotations
 
 import enum
 import itertools
-import time
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Awaitable, Callable, Sequence
 from types import TracebackType
-from typing import Annotated, Any, Literal, Self
+from typing import Annotated, Any, Literal, Self, TypeVar
 
 import anyio
 import msgspec
 import numpy as np
 
-from ..backends import (
-    Backend,
-    BackendState,
-    ResidentBuffer,
-    SequenceStep,
-)
-from ..errors import LifecycleError, OutOfMemoryError, ValidationError
+from ..backends import Backend
+from ..errors import DeviceLostError, LifecycleError, ValidationError
 from ..graphs import CsrGraph
-from ..kernels import MSBFS_MAX_WORDS, _bfs, _pagerank
+from ..kernels import _bfs
+from ..logging import get_logger
+from ._analyses import (
+    DEFAULT_QUERY_BUDGET,
+    UNLIMITED,
+    pagerank_on,
+    traversal_run,
+    traverse,
+    traverse_many,
+)
 from ._batch_stats import BatcherStats
 from ._batcher import DynamicBatcher
-from ._multi_query import MultiSourceTraversal
-from ._planner import Readback, TraversalQuery, plan_multi_query
+from ._planner import Readback, TraversalQuery
 from ._query_block import QueryBlock, block_group, block_lanes, split_rows
-from ._repeat import run_until_done
+from ._replica import GraphReplica
 from ._stats import RunCounters, SessionStats
 
-_UNLIMITED = _bfs.BFS_UNLIMITED
-#: Device bytes one multi-source traversal may use besides the graph, by default.
-DEFAULT_QUERY_BUDGET = 4 << 30
+__all__ = ["DEFAULT_QUERY_BUDGET", "BatchingConfig", "ResidentGraphSession", "SessionState"]
+
+_log = get_logger("vyre_async.sessions")
+T = TypeVar("T")
 
 
 def _reached_vertices(levels: np.ndarray) -> np.ndarray:
@@ -70,18 +72,6 @@ class BatchingConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     reject_when_full: bool = False
 
 
-class _Run:
-    """One traversal's scratch buffers and how many levels it ran."""
-
-    __slots__ = ("device_ns", "levels", "levels_run", "state")
-
-    def __init__(self, levels: ResidentBuffer, state: ResidentBuffer) -> None:
-        self.levels = levels
-        self.state = state
-        self.levels_run = 0
-        self.device_ns = 0
-
-
 class SessionState(enum.Enum):
     """Lifecycle of a session."""
 
@@ -91,7 +81,7 @@ class SessionState(enum.Enum):
 
 
 class ResidentGraphSession:
-    """A graph resident on one backend, analysed again and again without re-uploading.
+    """A graph resident on a backend's devices, analysed again and again without re-uploading.
 
     Made by :meth:`Backend.resident_graph` (an async context manager); every method
     raises :class:`LifecycleError` outside it.
@@ -101,26 +91,27 @@ class ResidentGraphSession:
     lone call still runs the single-source, direction-optimizing traversal.
 
     Args:
-        backend: An open backend.
+        backend: An open backend, or several (one replica of the graph on each).
         graph: The graph; it is not copied on the host, only uploaded.
         batching: Coalesce concurrent queries (``None``: every call runs alone).
     """
 
     def __init__(
-        self, backend: Backend, graph: CsrGraph, *, batching: BatchingConfig | None = None
+        self,
+        backend: Backend | Sequence[Backend],
+        graph: CsrGraph,
+        *,
+        batching: BatchingConfig | None = None,
     ) -> None:
         if not isinstance(graph, CsrGraph):
             raise TypeError(f"resident_graph takes a CsrGraph, got {type(graph).__name__}")
-        self._backend = backend
+        backends = list(backend) if isinstance(backend, Sequence) else [backend]
+        if not backends:
+            raise ValueError("a resident-graph session needs at least one backend")
+        self._replicas = [GraphReplica(b, i) for i, b in enumerate(backends)]
         self._graph = graph
         self._state = SessionState.UNOPENED
-        self._buffers: dict[str, ResidentBuffer] = {}
-        self._free_bfs: list[tuple[ResidentBuffer, ResidentBuffer]] = []
-        self._free_pr: list[tuple[ResidentBuffer, ...]] = []
-        self._scratch: list[ResidentBuffer] = []
         self._counters = RunCounters()
-        self._graph_bytes = 0
-        self._graph_allocations = 0
         self._batching = batching
         self._batcher: DynamicBatcher[QueryBlock, Any] | None = None
         self._task_group: anyio.abc.TaskGroup | None = None
@@ -162,6 +153,7 @@ class ResidentGraphSession:
             reject_when_full=config.reject_when_full,
             lanes=block_lanes,
             group=block_group,
+            max_in_flight=len(self._replicas),  # one batch per device at a time
             name="resident-graph query batcher",
         )
         task_group = anyio.create_task_group()
@@ -190,18 +182,9 @@ class ResidentGraphSession:
                 await batcher.aclose()
             await task_group.__aexit__(None, None, None)
         self._state = SessionState.CLOSED
-        buffers = list({b.id: b for b in (*self._buffers.values(), *self._scratch)}.values())
-        self._buffers.clear()
-        self._scratch.clear()
-        self._free_bfs.clear()
-        self._free_pr.clear()
-        if self._backend.state is not BackendState.OPEN:
-            return  # the backend freed everything when it closed
         with anyio.CancelScope(shield=True):
-            # A cancelled query's sequence may still be running on these buffers.
-            await self._backend.settle(buffers)
-            for buffer in buffers:
-                await self._backend.free(buffer)
+            for replica in self._replicas:
+                await replica.free_all()
 
     def _check_open(self) -> None:
         if self._state is not SessionState.OPEN:
@@ -209,6 +192,9 @@ class ResidentGraphSession:
                 f"this resident-graph session is {self._state.value}",
                 fix="use it inside `async with backend.resident_graph(graph) as session:`.",
             )
+
+    def _is_open(self) -> bool:
+        return self._state is SessionState.OPEN
 
     def _device_arrays(self) -> dict[str, np.ndarray]:
         """The arrays the kernels read: int64 offsets, out-degrees, the transpose."""
@@ -225,28 +211,48 @@ class ResidentGraphSession:
         return arrays
 
     async def _upload(self) -> None:
-        graph = self._graph
         # Widening offsets and transposing take seconds on large graphs: not on the loop.
         arrays = await anyio.to_thread.run_sync(self._device_arrays)
-        needed = sum(a.nbytes for a in arrays.values())
-        before = self._backend.telemetry()
-        try:
-            buffers = await self._backend.upload_group(list(arrays.values()))
-        except OutOfMemoryError as exc:
-            raise OutOfMemoryError(
-                f"the graph ({graph.num_vertices} vertices, {graph.num_edges} edges) needs "
-                f"{needed} bytes on {self._backend.device_name}, which could not be "
-                f"allocated ({exc.what})",
-                fix="use a smaller graph or a device with more memory, or free other "
-                "resident buffers first.",
-            ) from exc
-        after = self._backend.telemetry()
-        self._buffers = dict(zip(arrays, buffers, strict=True))
-        if graph.symmetric:
-            self._buffers["in_offsets"] = self._buffers["offsets"]
-            self._buffers["in_indices"] = self._buffers["indices"]
-        self._graph_bytes = after.bytes_uploaded - before.bytes_uploaded
-        self._graph_allocations = after.resident_allocations - before.resident_allocations
+        async with anyio.create_task_group() as tg:
+            for replica in self._replicas:
+                tg.start_soon(replica.upload, self._graph, arrays)
+
+    # ----------------------------------------------------------------- replicas
+    @property
+    def devices(self) -> int:
+        """Replicas still in service (devices not lost)."""
+        return sum(r.lost is None for r in self._replicas)
+
+    def _pick(self) -> GraphReplica:
+        live = [r for r in self._replicas if r.lost is None]
+        if not live:
+            raise DeviceLostError(
+                f"every device of this session was lost ({len(self._replicas)} of "
+                f"{len(self._replicas)}); last: {self._replicas[-1].lost}",
+                fix="restart the process; check the devices with `vyre-async info`.",
+            )
+        return min(live, key=lambda r: r.busy)
+
+    async def _on_replica(self, work: Callable[[GraphReplica], Awaitable[T]]) -> T:
+        """Run ``work`` on the least busy replica; on a lost device, on another one."""
+        while True:
+            replica = self._pick()
+            replica.busy += 1
+            try:
+                return await work(replica)
+            except DeviceLostError as exc:
+                if len(self._replicas) == 1:
+                    raise
+                replica.lost = exc
+                _log.warning(
+                    "device_taken_out",
+                    replica=replica.index,
+                    device=replica.backend.device_name,
+                    devices_left=self.devices,
+                    error=exc.what,
+                )
+            finally:
+                replica.busy -= 1
 
     # ----------------------------------------------------------------- analyses
     async def bfs(
@@ -264,13 +270,12 @@ class ResidentGraphSession:
             queue_timeout: With batching, seconds the query may wait in the queue
                 before it is rejected with DispatchError; ignored without batching.
         """
+        source = self._checked(source)
         if self._batcher is not None:
-            query = TraversalQuery(id=0, source=self._checked(source))
+            query = TraversalQuery(id=0, source=source)
             levels: np.ndarray = await self._submit_one(query, priority, queue_timeout)
             return levels
-        async with self._bfs_run(source) as run:
-            await self._traverse(run, source, _UNLIMITED)
-            return await self._backend.read(run.levels)
+        return await self._on_replica(lambda r: self._levels_on(r, source, UNLIMITED))
 
     async def khop(
         self, source: int, k: int, *, priority: int = 0, queue_timeout: float | None = None
@@ -281,14 +286,13 @@ class ResidentGraphSession:
         """
         if isinstance(k, bool) or not isinstance(k, int) or k < 0:
             raise ValidationError(f"k must be a non-negative int, got {k!r}", fix="pass k >= 0.")
+        source = self._checked(source)
         if self._batcher is not None:
-            query = TraversalQuery(id=0, source=self._checked(source), kind="khop", k=k)
+            query = TraversalQuery(id=0, source=source, kind="khop", k=k)
             vertices: np.ndarray = await self._submit_one(query, priority, queue_timeout)
             return vertices
-        async with self._bfs_run(source) as run:
-            await self._traverse(run, source, k)
-            result = await self._backend.read(run.levels)
-        return await anyio.to_thread.run_sync(_reached_vertices, result)
+        levels = await self._on_replica(lambda r: self._levels_on(r, source, k))
+        return await anyio.to_thread.run_sync(_reached_vertices, levels)
 
     async def reach_count(
         self, source: int, *, priority: int = 0, queue_timeout: float | None = None
@@ -297,11 +301,24 @@ class ResidentGraphSession:
 
         ``priority`` and ``queue_timeout`` apply with batching, as for :meth:`bfs`.
         """
+        source = self._checked(source)
         if self._batcher is not None:
-            query = TraversalQuery(id=0, source=self._checked(source), kind="reach")
+            query = TraversalQuery(id=0, source=source, kind="reach")
             return int(await self._submit_one(query, priority, queue_timeout))
-        async with self._bfs_run(source) as run:
-            words = await self._traverse(run, source, _UNLIMITED)
+        return await self._on_replica(lambda r: self._count_on(r, source))
+
+    async def _levels_on(self, replica: GraphReplica, source: int, max_level: int) -> np.ndarray:
+        n = self._graph.num_vertices
+        async with traversal_run(replica, self._counters, n, self._is_open) as run:
+            await traverse(replica, run, source, max_level, self._check_open)
+            return await replica.backend.read(run.levels)
+
+    async def _count_on(
+        self, replica: GraphReplica, source: int, max_level: int = UNLIMITED
+    ) -> int:
+        n = self._graph.num_vertices
+        async with traversal_run(replica, self._counters, n, self._is_open) as run:
+            words = await traverse(replica, run, source, max_level, self._check_open)
         return int(words[_bfs.STATE_REACHED])
 
     async def pagerank(
@@ -328,73 +345,10 @@ class ResidentGraphSession:
             raise ValidationError(
                 f"max_iter must be a positive int, got {max_iter!r}", fix="pass max_iter >= 1."
             )
-        before = self._backend.telemetry()
-        started = time.perf_counter_ns()
-        rank_a, rank_b, contrib, pr_state = await self._take_pr_scratch()
-        run = _Run(rank_a, pr_state)
-        try:
-            b = self._buffers
-
-            def half(src: ResidentBuffer, dst: ResidentBuffer) -> list[SequenceStep]:
-                # dst arrives zeroed (pr_init, or the previous pr_update clearing it).
-                return [
-                    SequenceStep(
-                        _pagerank.pr_dangling,
-                        {"rank": src, "out_degree": b["out_degree"], "pr_state": pr_state},
-                    ),
-                    SequenceStep(
-                        _pagerank.pr_gather,
-                        {
-                            "in_offsets": b["in_offsets"],
-                            "in_indices": b["in_indices"],
-                            "contrib": contrib,
-                            "sums": dst,
-                            "pr_state": pr_state,
-                        },
-                    ),
-                    SequenceStep(
-                        _pagerank.pr_update,
-                        {
-                            "rank_in": src,
-                            "rank_out": dst,
-                            "out_degree": b["out_degree"],
-                            "contrib": contrib,
-                            "pr_state": pr_state,
-                        },
-                        {"damping": damping},
-                    ),
-                    SequenceStep(_pagerank.pr_check, {"pr_state": pr_state}),
-                ]
-
-            prefix = [
-                SequenceStep(
-                    _pagerank.pr_init,
-                    {
-                        "rank": rank_a,
-                        "other": rank_b,
-                        "contrib": contrib,
-                        "out_degree": b["out_degree"],
-                        "pr_state": pr_state,
-                    },
-                    {"tol": tol, "max_iter": max_iter},
-                )
-            ]
-            body = half(rank_a, rank_b) + half(rank_b, rank_a)
-            words, run.device_ns = await run_until_done(
-                self._backend, prefix, body, pr_state, _pagerank.STATE_DONE, check=self._check_open
-            )
-            iterations = int(words[_pagerank.STATE_ITERATIONS])
-            ranks = await self._backend.read(rank_b if iterations % 2 else rank_a)
-        finally:
-            self._free_pr.append((rank_a, rank_b, contrib, pr_state))
-        self._counters.add_run(
-            before,
-            self._backend.telemetry(),
-            iterations,
-            time.perf_counter_ns() - started,
-            run.device_ns,
+        n, params = self._graph.num_vertices, (damping, tol, max_iter)
+        return await self._on_replica(
+            lambda r: pagerank_on(r, self._counters, n, params, self._check_open, self._is_open)
         )
-        return ranks
 
     async def bfs_many(
         self,
@@ -443,25 +397,9 @@ class ResidentGraphSession:
             )
             for i, s in enumerate(sources)
         ]
-        graph_bytes = self._graph_bytes
-        budget = budget_bytes if budget_bytes is not None else graph_bytes + DEFAULT_QUERY_BUDGET
-        plan = plan_multi_query(
-            queries,
-            num_vertices=self._graph.num_vertices,
-            graph_bytes=graph_bytes,
-            budget_bytes=budget,
-            max_words=MSBFS_MAX_WORDS,
-        )
-        before = self._backend.telemetry()
-        started = time.perf_counter_ns()
-        runner = MultiSourceTraversal(self._backend, self._buffers, self._graph.num_vertices)
-        rows = [await runner.run(chunk) for chunk in plan.chunks]
-        self._counters.add_run(
-            before,
-            self._backend.telemetry(),
-            runner.levels,
-            time.perf_counter_ns() - started,
-            runner.device_ns,
+        n = self._graph.num_vertices
+        rows = await self._on_replica(
+            lambda r: traverse_many(r, self._counters, n, queries, budget_bytes)
         )
         if not rows:
             return self._no_rows(readback, len(targets))
@@ -539,38 +477,25 @@ class ResidentGraphSession:
         return await self._batcher.submit(block, priority=priority, queue_timeout=queue_timeout)
 
     async def _run_batch(self, blocks: Sequence[QueryBlock]) -> list[Any]:
-        """The batcher's executor: one query alone, or one multi-source traversal."""
+        """The batcher's executor: on the least busy replica, another if its device is lost."""
+        return await self._on_replica(lambda r: self._batch_on(r, blocks))
+
+    async def _batch_on(self, replica: GraphReplica, blocks: Sequence[QueryBlock]) -> list[Any]:
+        """One query alone, or one multi-source traversal of every block's queries."""
         first_block = blocks[0]
         first = first_block.queries[0]
         if len(blocks) == 1 and first_block.lanes == 1 and first.readback != "targets":
             # A lone query: the single-source, direction-optimizing traversal.
-            max_level = first.k if first.kind == "khop" and first.k is not None else _UNLIMITED
-            async with self._bfs_run(first.source) as run:
-                words = await self._traverse(run, first.source, max_level)
-                if first.kind == "reach" or first.readback == "counts":
-                    count = int(words[_bfs.STATE_REACHED])
-                    return [np.array([count], np.int32) if first_block.rows else count]
-                levels = await self._backend.read(run.levels)
+            max_level = first.k if first.kind == "khop" and first.k is not None else UNLIMITED
+            if first.kind == "reach" or first.readback == "counts":
+                count = await self._count_on(replica, first.source, max_level)
+                return [np.array([count], np.int32) if first_block.rows else count]
+            levels = await self._levels_on(replica, first.source, max_level)
             return [levels[None, :] if first_block.rows else await self._shape(first, levels)]
-        before = self._backend.telemetry()
-        started = time.perf_counter_ns()
-        plan = plan_multi_query(
-            [q for block in blocks for q in block.queries],
-            num_vertices=self._graph.num_vertices,
-            graph_bytes=self._graph_bytes,
-            budget_bytes=self._graph_bytes + DEFAULT_QUERY_BUDGET,
-            max_words=MSBFS_MAX_WORDS,
-        )
-        runner = MultiSourceTraversal(self._backend, self._buffers, self._graph.num_vertices)
+        queries = [q for block in blocks for q in block.queries]
+        n = self._graph.num_vertices
         # One group per batch, so the chunks are consecutive runs of the queries in order.
-        chunk_rows = [await runner.run(chunk) for chunk in plan.chunks]
-        self._counters.add_run(
-            before,
-            self._backend.telemetry(),
-            runner.levels,
-            time.perf_counter_ns() - started,
-            runner.device_ns,
-        )
+        chunk_rows = await traverse_many(replica, self._counters, n, queries)
         rows = chunk_rows[0] if len(chunk_rows) == 1 else np.concatenate(chunk_rows)
         results: list[Any] = []
         for block, part in zip(blocks, split_rows(blocks, rows), strict=True):
@@ -586,7 +511,14 @@ class ResidentGraphSession:
 
     def stats(self) -> SessionStats:
         """What this session uploaded once and what its runs avoided, from telemetry."""
-        return self._counters.stats(self._graph_bytes, self._graph_allocations)
+        replicas = self._replicas
+        return self._counters.stats(
+            sum(r.graph_bytes for r in replicas),
+            sum(r.graph_allocations for r in replicas),
+            copy_bytes=replicas[0].graph_bytes,
+            devices=len(replicas),
+            devices_lost=sum(r.lost is not None for r in replicas),
+        )
 
     # ----------------------------------------------------------------- machinery
     def _check_source(self, source: int) -> None:
@@ -601,83 +533,3 @@ class ResidentGraphSession:
                 if count
                 else "the graph has no vertices.",
             )
-
-    @asynccontextmanager
-    async def _bfs_run(self, source: int) -> AsyncIterator[_Run]:
-        """Scratch for one traversal (reused when a previous run left one), and its stats."""
-        self._check_source(source)
-        before = self._backend.telemetry()
-        started = time.perf_counter_ns()
-        if self._free_bfs:
-            levels, state = self._free_bfs.pop()
-            self._counters.scratch_reused += 1
-        else:
-            levels = await self._backend.alloc(4 * self._graph.num_vertices, np.int32)
-            state = await self._backend.alloc(4 * _bfs.STATE_WORDS, np.int32)
-            self._scratch += [levels, state]
-        run = _Run(levels, state)
-        try:
-            yield run
-        finally:
-            if self._state is SessionState.OPEN:
-                self._free_bfs.append((levels, state))
-        self._counters.add_run(
-            before,
-            self._backend.telemetry(),
-            run.levels_run,
-            time.perf_counter_ns() - started,
-            run.device_ns,
-        )
-
-    async def _take_pr_scratch(self) -> tuple[ResidentBuffer, ...]:
-        """Two rank buffers, the shares buffer and the state (reused when one is free)."""
-        if self._free_pr:
-            self._counters.scratch_reused += 1
-            return self._free_pr.pop()
-        nbytes = 4 * self._graph.num_vertices
-        buffers = [await self._backend.alloc(nbytes, np.float32) for _ in range(3)]
-        buffers.append(await self._backend.alloc(4 * _pagerank.STATE_WORDS, np.float32))
-        self._scratch += buffers
-        return tuple(buffers)
-
-    async def _traverse(self, run: _Run, source: int, max_level: int) -> np.ndarray:
-        b = self._buffers
-        levels, state = run.levels, run.state
-        bottom_up = 1
-        prefix = [
-            SequenceStep(
-                _bfs.bfs_init,
-                {"levels": levels, "state": state},
-                {"source": int(source), "max_level": max_level},
-            )
-        ]
-        body = [
-            SequenceStep(
-                _bfs.bfs_top_down,
-                {
-                    "offsets": b["offsets"],
-                    "indices": b["indices"],
-                    "levels": levels,
-                    "state": state,
-                },
-            ),
-            SequenceStep(
-                _bfs.bfs_bottom_up,
-                {
-                    "in_offsets": b["in_offsets"],
-                    "in_indices": b["in_indices"],
-                    "levels": levels,
-                    "state": state,
-                },
-            ),
-            SequenceStep(
-                _bfs.bfs_advance,
-                {"levels": levels, "state": state},
-                {"bottom_up": bottom_up},
-            ),
-        ]
-        words, run.device_ns = await run_until_done(
-            self._backend, prefix, body, state, _bfs.STATE_DONE, check=self._check_open
-        )
-        run.levels_run = int(words[_bfs.STATE_LEVELS_RUN])
-        return words

@@ -15,11 +15,12 @@ class SessionStats(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     would show it here.
 
     Attributes:
-        graph_bytes_uploaded: Bytes the upload of the graph moved to the device.
-        graph_allocations: Device allocations the upload made (one slab).
+        graph_bytes_uploaded: Bytes the upload of the graph moved to the devices (one
+            copy per device).
+        graph_allocations: Device allocations the upload made (one slab per device).
         runs: Analyses run on the resident graph.
         uploads_avoided: Graph uploads the runs did not need (one per run).
-        bytes_not_reuploaded: ``graph_bytes_uploaded`` times ``runs``.
+        bytes_not_reuploaded: One copy of the graph's bytes times ``runs``.
         allocations_avoided: Scratch buffer sets reused instead of allocated again.
         bytes_uploaded_by_runs: Bytes the runs themselves uploaded (small state).
         host_syncs: Host synchronisations of all runs.
@@ -32,6 +33,8 @@ class SessionStats(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         device_ns: Device time of all runs (timing events around each batch).
         host_overhead_ns_per_level: ``(wall_ns - device_ns) / levels``: what the host
             adds per level (submission, waits, readback of the result).
+        devices: Devices holding a replica of the graph.
+        devices_lost: Devices taken out after a device-lost error.
     """
 
     graph_bytes_uploaded: int
@@ -49,6 +52,8 @@ class SessionStats(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     wall_ns: int
     device_ns: int
     host_overhead_ns_per_level: float
+    devices: int = 1
+    devices_lost: int = 0
 
 
 class RunCounters:
@@ -86,14 +91,23 @@ class RunCounters:
         self.wall_ns += wall_ns
         self.device_ns += device_ns
 
-    def stats(self, graph_bytes: int, graph_allocations: int) -> SessionStats:
-        """Freeze the totals."""
+    def stats(
+        self,
+        graph_bytes: int,
+        graph_allocations: int,
+        *,
+        copy_bytes: int | None = None,
+        devices: int = 1,
+        devices_lost: int = 0,
+    ) -> SessionStats:
+        """Freeze the totals (``copy_bytes``: one device's copy, default ``graph_bytes``)."""
+        one_copy = graph_bytes if copy_bytes is None else copy_bytes
         return SessionStats(
             graph_bytes_uploaded=graph_bytes,
             graph_allocations=graph_allocations,
             runs=self.runs,
             uploads_avoided=self.runs,
-            bytes_not_reuploaded=graph_bytes * self.runs,
+            bytes_not_reuploaded=one_copy * self.runs,
             allocations_avoided=self.scratch_reused,
             bytes_uploaded_by_runs=self.bytes_uploaded,
             host_syncs=self.host_syncs,
@@ -106,4 +120,6 @@ class RunCounters:
             host_overhead_ns_per_level=(
                 (self.wall_ns - self.device_ns) / self.levels if self.levels else 0.0
             ),
+            devices=devices,
+            devices_lost=devices_lost,
         )

@@ -1,0 +1,225 @@
+"""The analyses a session runs on one replica: traversals, PageRank, multi-source BFS.
+
+Each runs as resident repeated sequences: a few levels (or iterations) per
+submission, with only the small state word block read back between submissions,
+so the host waits once per several levels and reads the full result only once.
+Scratch buffers come from the replica's pools and go back to them, so steady-state
+runs allocate nothing. Every run adds its telemetry delta to the session's counters.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+
+import numpy as np
+
+from ..backends import ResidentBuffer, SequenceStep
+from ..kernels import MSBFS_MAX_WORDS, _bfs, _pagerank
+from ._multi_query import MultiSourceTraversal
+from ._planner import TraversalQuery, plan_multi_query
+from ._repeat import run_until_done
+from ._replica import GraphReplica
+from ._stats import RunCounters
+
+#: ``max_level`` of a traversal limited only by the graph.
+UNLIMITED = _bfs.BFS_UNLIMITED
+#: Device bytes one multi-source traversal may use besides the graph, by default.
+DEFAULT_QUERY_BUDGET = 4 << 30
+
+
+class TraversalRun:
+    """One traversal's scratch buffers and how many levels it ran."""
+
+    __slots__ = ("device_ns", "levels", "levels_run", "state")
+
+    def __init__(self, levels: ResidentBuffer, state: ResidentBuffer) -> None:
+        self.levels = levels
+        self.state = state
+        self.levels_run = 0
+        self.device_ns = 0
+
+
+@asynccontextmanager
+async def traversal_run(
+    replica: GraphReplica, counters: RunCounters, num_vertices: int, keep: Callable[[], bool]
+) -> AsyncIterator[TraversalRun]:
+    """Scratch for one traversal (reused when a previous run left one), and its stats.
+
+    The scratch goes back to the replica's pool afterwards while ``keep()`` is true
+    (the session is still open).
+    """
+    backend = replica.backend
+    before = backend.telemetry()
+    started = time.perf_counter_ns()
+    levels, state, reused = await replica.bfs_scratch(num_vertices)
+    counters.scratch_reused += reused
+    run = TraversalRun(levels, state)
+    try:
+        yield run
+    finally:
+        if keep() and replica.lost is None:
+            replica.free_bfs.append((levels, state))
+    counters.add_run(
+        before, backend.telemetry(), run.levels_run, time.perf_counter_ns() - started, run.device_ns
+    )
+
+
+async def traverse(
+    replica: GraphReplica,
+    run: TraversalRun,
+    source: int,
+    max_level: int,
+    check: Callable[[], None],
+) -> np.ndarray:
+    """Direction-optimizing BFS from ``source`` into ``run``; returns the state words."""
+    b = replica.buffers
+    levels, state = run.levels, run.state
+    prefix = [
+        SequenceStep(
+            _bfs.bfs_init,
+            {"levels": levels, "state": state},
+            {"source": int(source), "max_level": max_level},
+        )
+    ]
+    body = [
+        SequenceStep(
+            _bfs.bfs_top_down,
+            {"offsets": b["offsets"], "indices": b["indices"], "levels": levels, "state": state},
+        ),
+        SequenceStep(
+            _bfs.bfs_bottom_up,
+            {
+                "in_offsets": b["in_offsets"],
+                "in_indices": b["in_indices"],
+                "levels": levels,
+                "state": state,
+            },
+        ),
+        SequenceStep(_bfs.bfs_advance, {"levels": levels, "state": state}, {"bottom_up": 1}),
+    ]
+    words, run.device_ns = await run_until_done(
+        replica.backend, prefix, body, state, _bfs.STATE_DONE, check=check
+    )
+    run.levels_run = int(words[_bfs.STATE_LEVELS_RUN])
+    return words
+
+
+async def pagerank_on(
+    replica: GraphReplica,
+    counters: RunCounters,
+    num_vertices: int,
+    params: tuple[float, float, int],
+    check: Callable[[], None],
+    keep: Callable[[], bool],
+) -> np.ndarray:
+    """Pull PageRank (``params`` = damping, tol, max_iter) on one replica."""
+    damping, tol, max_iter = params
+    backend = replica.backend
+    before = backend.telemetry()
+    started = time.perf_counter_ns()
+    scratch, reused = await replica.pr_scratch(num_vertices)
+    counters.scratch_reused += reused
+    rank_a, rank_b, contrib, pr_state = scratch
+    b = replica.buffers
+
+    def half(src: ResidentBuffer, dst: ResidentBuffer) -> list[SequenceStep]:
+        # dst arrives zeroed (pr_init, or the previous pr_update clearing it).
+        return [
+            SequenceStep(
+                _pagerank.pr_dangling,
+                {"rank": src, "out_degree": b["out_degree"], "pr_state": pr_state},
+            ),
+            SequenceStep(
+                _pagerank.pr_gather,
+                {
+                    "in_offsets": b["in_offsets"],
+                    "in_indices": b["in_indices"],
+                    "contrib": contrib,
+                    "sums": dst,
+                    "pr_state": pr_state,
+                },
+            ),
+            SequenceStep(
+                _pagerank.pr_update,
+                {
+                    "rank_in": src,
+                    "rank_out": dst,
+                    "out_degree": b["out_degree"],
+                    "contrib": contrib,
+                    "pr_state": pr_state,
+                },
+                {"damping": damping},
+            ),
+            SequenceStep(_pagerank.pr_check, {"pr_state": pr_state}),
+        ]
+
+    prefix = [
+        SequenceStep(
+            _pagerank.pr_init,
+            {
+                "rank": rank_a,
+                "other": rank_b,
+                "contrib": contrib,
+                "out_degree": b["out_degree"],
+                "pr_state": pr_state,
+            },
+            {"tol": tol, "max_iter": max_iter},
+        )
+    ]
+    try:
+        words, device_ns = await run_until_done(
+            backend,
+            prefix,
+            half(rank_a, rank_b) + half(rank_b, rank_a),
+            pr_state,
+            _pagerank.STATE_DONE,
+            check=check,
+        )
+        iterations = int(words[_pagerank.STATE_ITERATIONS])
+        ranks = await backend.read(rank_b if iterations % 2 else rank_a)
+    finally:
+        if keep() and replica.lost is None:
+            replica.free_pr.append(scratch)
+    counters.add_run(
+        before, backend.telemetry(), iterations, time.perf_counter_ns() - started, device_ns
+    )
+    return ranks
+
+
+async def traverse_many(
+    replica: GraphReplica,
+    counters: RunCounters,
+    num_vertices: int,
+    queries: Sequence[TraversalQuery],
+    budget_bytes: int | None = None,
+) -> list[np.ndarray]:
+    """Multi-source traversals of ``queries`` on one replica; rows per chunk, in order.
+
+    Queries of one group are cut into consecutive chunks, so for one group the rows
+    of all chunks, concatenated, follow ``queries``.
+    """
+    graph_bytes = replica.graph_bytes
+    plan = plan_multi_query(
+        queries,
+        num_vertices=num_vertices,
+        graph_bytes=graph_bytes,
+        budget_bytes=budget_bytes
+        if budget_bytes is not None
+        else graph_bytes + DEFAULT_QUERY_BUDGET,
+        max_words=MSBFS_MAX_WORDS,
+    )
+    backend = replica.backend
+    before = backend.telemetry()
+    started = time.perf_counter_ns()
+    runner = MultiSourceTraversal(backend, replica.buffers, num_vertices)
+    rows = [await runner.run(chunk) for chunk in plan.chunks]
+    counters.add_run(
+        before,
+        backend.telemetry(),
+        runner.levels,
+        time.perf_counter_ns() - started,
+        runner.device_ns,
+    )
+    return rows

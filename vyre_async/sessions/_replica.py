@@ -1,0 +1,99 @@
+"""One device's copy of a resident graph: its buffers, scratch pools and load.
+
+A session keeps one replica per device of its backend (one for a single-device
+backend). Each analysis runs on one replica, chosen by load; a replica whose device
+is lost is taken out and its work runs again on the others.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import anyio
+import numpy as np
+
+from ..backends import Backend, BackendState, ResidentBuffer
+from ..errors import OutOfMemoryError
+from ..graphs import CsrGraph
+from ..kernels import _bfs, _pagerank
+
+
+class GraphReplica:
+    """A graph uploaded to one backend, and the scratch buffers runs there reuse.
+
+    Args:
+        backend: An open backend.
+        index: The replica's position in its session (a device number in messages).
+    """
+
+    def __init__(self, backend: Backend, index: int) -> None:
+        self.backend = backend
+        self.index = index
+        self.buffers: dict[str, ResidentBuffer] = {}
+        self.free_bfs: list[tuple[ResidentBuffer, ResidentBuffer]] = []
+        self.free_pr: list[tuple[ResidentBuffer, ...]] = []
+        self.scratch: list[ResidentBuffer] = []
+        self.graph_bytes = 0
+        self.graph_allocations = 0
+        #: Analyses (single runs or batches) running on this replica now.
+        self.busy = 0
+        #: Why the replica was taken out (its device was lost), or None.
+        self.lost: BaseException | None = None
+
+    async def upload(self, graph: CsrGraph, arrays: Mapping[str, np.ndarray]) -> None:
+        """Upload the graph's device arrays in one group (one allocation)."""
+        backend = self.backend
+        before = backend.telemetry()
+        try:
+            buffers = await backend.upload_group(list(arrays.values()))
+        except OutOfMemoryError as exc:
+            needed = sum(a.nbytes for a in arrays.values())
+            raise OutOfMemoryError(
+                f"the graph ({graph.num_vertices} vertices, {graph.num_edges} edges) needs "
+                f"{needed} bytes on {backend.device_name}, which could not be "
+                f"allocated ({exc.what})",
+                fix="use a smaller graph or a device with more memory, or free other "
+                "resident buffers first.",
+            ) from exc
+        after = backend.telemetry()
+        self.buffers = dict(zip(arrays, buffers, strict=True))
+        if graph.symmetric:
+            self.buffers["in_offsets"] = self.buffers["offsets"]
+            self.buffers["in_indices"] = self.buffers["indices"]
+        self.graph_bytes = after.bytes_uploaded - before.bytes_uploaded
+        self.graph_allocations = after.resident_allocations - before.resident_allocations
+
+    async def bfs_scratch(self, num_vertices: int) -> tuple[ResidentBuffer, ResidentBuffer, bool]:
+        """Levels and state buffers for one traversal; ``True`` when reused."""
+        if self.free_bfs:
+            levels, state = self.free_bfs.pop()
+            return levels, state, True
+        levels = await self.backend.alloc(4 * num_vertices, np.int32)
+        state = await self.backend.alloc(4 * _bfs.STATE_WORDS, np.int32)
+        self.scratch += [levels, state]
+        return levels, state, False
+
+    async def pr_scratch(self, num_vertices: int) -> tuple[tuple[ResidentBuffer, ...], bool]:
+        """Two rank buffers, the shares buffer and the state; ``True`` when reused."""
+        if self.free_pr:
+            return self.free_pr.pop(), True
+        nbytes = 4 * num_vertices
+        buffers = [await self.backend.alloc(nbytes, np.float32) for _ in range(3)]
+        buffers.append(await self.backend.alloc(4 * _pagerank.STATE_WORDS, np.float32))
+        self.scratch += buffers
+        return tuple(buffers), False
+
+    async def free_all(self) -> None:
+        """Free the graph and every scratch buffer; runs even when cancelled."""
+        buffers = list({b.id: b for b in (*self.buffers.values(), *self.scratch)}.values())
+        self.buffers.clear()
+        self.scratch.clear()
+        self.free_bfs.clear()
+        self.free_pr.clear()
+        if self.backend.state is not BackendState.OPEN or self.lost is not None:
+            return  # the backend freed everything when it closed, or cannot any more
+        with anyio.CancelScope(shield=True):
+            # A cancelled query's sequence may still be running on these buffers.
+            await self.backend.settle(buffers)
+            for buffer in buffers:
+                await self.backend.free(buffer)
