@@ -278,3 +278,21 @@ async def test_a_runner_runs_once(tmp_path: Path) -> None:
     await runner.run()
     with pytest.raises(va.LifecycleError, match="Fix:"):
         await runner.run()
+
+
+async def test_a_job_on_several_devices_commits_the_same_records_as_on_one(
+    tmp_path: Path,
+) -> None:
+    """devices=[0, 1] (two CPU devices): the same result set as one device, each id once."""
+    job = await job_file(
+        tmp_path, [{"kind": "bfs", "sources": {"random": 200, "seed": 6}}], job={"devices": [0, 1]}
+    )
+    summary = await (await _runner(job)).run()
+    assert summary.status == "complete"
+    assert " + " in summary.device
+    one = await (await _runner(job, out=tmp_path / "one", devices=0)).run()
+    assert one.status == "complete"
+    many = sorted((r.id, r.source, r.reached) for r in await committed(tmp_path / "out"))
+    single = sorted((r.id, r.source, r.reached) for r in await committed(tmp_path / "one"))
+    assert many == single
+    assert [i for i, _, _ in many] == list(range(200))

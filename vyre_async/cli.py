@@ -22,7 +22,7 @@ import anyio
 import msgspec
 
 from . import __version__
-from .backends import open_backend
+from .backends import DeviceSelector, open_backend
 from .errors import ConfigurationError, ValidationError, VyreError
 from .jobs import JobRunner, JobSummary, load_job, total_items
 from .kernels._cache import cache_root
@@ -48,6 +48,16 @@ async def _info() -> dict[str, object]:
     return report
 
 
+def _devices(text: str) -> DeviceSelector:
+    if text == "all":
+        return "all"
+    try:
+        ordinals = [int(part) for part in text.split(",")]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not 'all' or ordinals like 0,1: {text!r}") from None
+    return ordinals[0] if len(ordinals) == 1 else ordinals
+
+
 def _run(args: argparse.Namespace) -> int:
     try:
         spec = load_job(args.file)
@@ -63,6 +73,7 @@ def _run(args: argparse.Namespace) -> int:
             job_file=args.file,
             out=args.out,
             backend=args.backend,
+            devices=args.devices,
             resume=args.resume,
             handle_signals=True,
             progress_stream=bar,
@@ -89,6 +100,12 @@ def _print_summary(summary: JobSummary, args: argparse.Namespace) -> None:
             command += ["--out", args.out]
         if args.backend is not None:
             command += ["--backend", args.backend]
+        if args.devices is not None:
+            devices = args.devices
+            command += [
+                "--devices",
+                ",".join(map(str, devices)) if isinstance(devices, list) else str(devices),
+            ]
         print(f"  to finish it: {shlex.join(command)}", file=sys.stderr)
 
 
@@ -107,6 +124,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     run.add_argument("file", help="a .toml, .json, .yaml or .yml job file")
     run.add_argument("--out", help="output folder (default: [output] dir beside the file)")
     run.add_argument("--backend", choices=["auto", "cuda", "cpu"], help="override [job] backend")
+    run.add_argument(
+        "--devices", type=_devices, help="override [job] devices: an ordinal, 'all' or '0,1'"
+    )
     run.add_argument("--resume", action="store_true", help="continue the job in the folder")
     run.add_argument(
         "--log-format", choices=["console", "json"], default=argparse.SUPPRESS, dest="log_format"

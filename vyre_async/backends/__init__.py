@@ -3,7 +3,9 @@
 from ._config import DispatchConfig as DispatchConfig
 from ._core import BackendState as BackendState
 from ._cpu import CpuBackend as CpuBackend
+from ._multi import MultiDeviceBackend as MultiDeviceBackend
 from ._open import BackendKind as BackendKind
+from ._open import DeviceSelector as DeviceSelector
 from ._open import open_backend as open_backend
 from ._protocol import Backend as Backend
 from ._resident import ResidentBuffer as ResidentBuffer
@@ -15,7 +17,9 @@ __all__ = [
     "BackendKind",
     "BackendState",
     "CpuBackend",
+    "DeviceSelector",
     "DispatchConfig",
+    "MultiDeviceBackend",
     "ReadRange",
     "ResidentBuffer",
     "SequenceStep",

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import contextlib
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any, Literal
 
@@ -12,9 +13,12 @@ from ..errors import ConfigurationError, UnsupportedFeatureError
 from ..logging import get_logger
 from ._core import BackendCore
 from ._cpu import CpuBackend
+from ._multi import MultiDeviceBackend
 from ._protocol import Backend
 
 BackendKind = Literal["auto", "cuda", "cpu"]
+#: ``open_backend``'s ``device``: an ordinal, ``"all"``, or a list of ordinals.
+DeviceSelector = int | Literal["all"] | Sequence[int]
 
 _log = get_logger("vyre_async.backends")
 
@@ -37,7 +41,7 @@ async def _make_cuda(device: int, max_device_bytes: int | None) -> BackendCore[A
 async def open_backend(
     kind: BackendKind = "auto",
     *,
-    device: int = 0,
+    device: DeviceSelector = 0,
     cpu_workers: int | None = None,
     max_device_bytes: int | None = None,
 ) -> AsyncIterator[Backend]:
@@ -46,9 +50,12 @@ async def open_backend(
     Args:
         kind: ``"cuda"``, ``"cpu"``, or ``"auto"``: CUDA when the driver loads and
             the device answers, else the CPU backend (the reason is logged).
-        device: CUDA device ordinal.
-        cpu_workers: Worker threads of the CPU backend.
-        max_device_bytes: Cap on device memory the CUDA backend hands out (``None``:
+        device: A CUDA device ordinal; or ``"all"`` or a list of ordinals for a
+            :class:`MultiDeviceBackend` over several GPUs (one device gives an
+            ordinary backend). With ``kind="cpu"`` a list of n entries gives n CPU
+            backends as logical devices, and ``"all"`` one CPU backend.
+        cpu_workers: Worker threads of each CPU backend.
+        max_device_bytes: Cap on device memory each CUDA backend hands out (``None``:
             whatever the device has); beyond it allocations raise OutOfMemoryError.
 
     Yields:
@@ -56,39 +63,67 @@ async def open_backend(
         the block exits, also on error or cancellation.
 
     Raises:
-        ConfigurationError: Unknown ``kind``.
+        ConfigurationError: Unknown ``kind``, or a device ordinal twice.
         UnsupportedFeatureError: ``kind="cuda"`` and no usable GPU.
     """
     if kind not in ("auto", "cuda", "cpu"):
         raise ConfigurationError(
             f"unknown backend kind {kind!r}", fix="use 'auto', 'cuda' or 'cpu'."
         )
-    if isinstance(device, bool) or not isinstance(device, int) or device < 0:
-        raise ValueError(f"device must be a non-negative int ordinal, got {device!r}")
-    backend: BackendCore[Any]
-    if kind == "cpu":
-        backend = CpuBackend(workers=cpu_workers)
-    elif kind == "cuda":
-        backend = await _make_cuda(device, max_device_bytes)
-    else:
-        try:
-            backend = await _make_cuda(device, max_device_bytes)
-            await backend.__aenter__()
-        except UnsupportedFeatureError as exc:
-            _log.info("falling back to the cpu backend", reason=exc.what)
-            backend = CpuBackend(workers=cpu_workers)
+    ordinals = _ordinals(device)
+    async with contextlib.AsyncExitStack() as stack:
+        backends: list[BackendCore[Any]] = []
+        if kind == "cpu":
+            for _ in ordinals or [0]:
+                backends.append(await stack.enter_async_context(CpuBackend(workers=cpu_workers)))
         else:
-            async with _owned(backend):
-                yield backend
-            return
-    async with backend:
-        yield backend
+            try:
+                for ordinal in ordinals if ordinals is not None else await _all_cuda_devices():
+                    made = await _make_cuda(ordinal, max_device_bytes)
+                    backends.append(await stack.enter_async_context(made))
+            except UnsupportedFeatureError as exc:
+                if kind == "cuda":
+                    raise
+                _log.info("falling back to the cpu backend", reason=exc.what)
+                await stack.aclose()  # any device opened before the failure
+                backends = [await stack.enter_async_context(CpuBackend(workers=cpu_workers))]
+        if len(backends) == 1:
+            yield backends[0]
+        else:
+            multi = MultiDeviceBackend(backends)
+            _log.info("multi-device backend opened", devices=multi.device_name)
+            yield multi
 
 
-@asynccontextmanager
-async def _owned(backend: BackendCore[Any]) -> AsyncIterator[None]:
-    """Close an already-entered backend on the way out."""
-    try:
-        yield
-    finally:
-        await backend.aclose()
+def _ordinals(device: DeviceSelector) -> list[int] | None:
+    """The ordinals asked for; ``None`` for every visible device."""
+    if device == "all":
+        return None
+    chosen: list[Any] = [device] if isinstance(device, int) else list(device)
+    if not chosen or isinstance(device, str | bytes):  # a typo'd "all" is not a list
+        raise ValueError(f"device must be an ordinal, 'all' or a list of ordinals, got {device!r}")
+    for ordinal in chosen:
+        if isinstance(ordinal, bool) or not isinstance(ordinal, int) or ordinal < 0:
+            raise ValueError(f"device must be a non-negative int ordinal, got {ordinal!r}")
+    if len(set(chosen)) != len(chosen):
+        raise ConfigurationError(
+            f"device ordinals {list(chosen)} name a device twice",
+            fix="list each device once.",
+        )
+    return list(chosen)
+
+
+async def _all_cuda_devices() -> list[int]:
+    def count() -> int:
+        from ..streams._driver import call, load_driver
+
+        driver = load_driver()
+        return int(call(driver.cuDeviceGetCount))
+
+    found = await anyio.to_thread.run_sync(count)
+    if found == 0:
+        raise UnsupportedFeatureError(
+            "the CUDA driver loaded but reports 0 devices",
+            fix="check `nvidia-smi` and CUDA_VISIBLE_DEVICES, or use kind='cpu'.",
+        )
+    return list(range(found))

@@ -34,7 +34,7 @@ import anyio
 import msgspec
 from anyio.abc import ObjectReceiveStream, ObjectSendStream
 
-from ..backends import BackendKind, open_backend
+from ..backends import BackendKind, DeviceSelector, open_backend
 from ..errors import ConfigurationError, DeviceLostError, LifecycleError, VyreError
 from ..graphs import CsrGraph, load_edge_list, load_matrix_market, load_npz, rmat
 from ..logging import JsonLogFile, get_logger
@@ -152,6 +152,7 @@ class JobRunner:
         job_file: The file it came from (relative paths start at its folder).
         out: Output folder overriding ``[output] dir`` (any folder).
         backend: Backend kind overriding ``[job] backend``.
+        devices: Devices overriding ``[job] devices`` (an ordinal, ``"all"``, a list).
         resume: Continue the job committed in the output folder.
         execute: Runs a block (default :func:`execute_block`); tests inject faults here.
         handle_signals: Drain on the first SIGINT/SIGTERM and exit at once on the
@@ -166,6 +167,7 @@ class JobRunner:
         job_file: str | os.PathLike[str],
         out: str | os.PathLike[str] | None = None,
         backend: BackendKind | None = None,
+        devices: DeviceSelector | None = None,
         resume: bool = False,
         execute: BlockExecutor = execute_block,
         handle_signals: bool = False,
@@ -176,6 +178,7 @@ class JobRunner:
         self._out = out
         self._folder = Path()
         self._backend_kind: BackendKind = backend or spec.job.backend
+        self._devices: DeviceSelector = spec.job.devices if devices is None else devices
         self._resume = resume
         self._execute = execute
         self._handle_signals = handle_signals
@@ -329,7 +332,7 @@ class JobRunner:
         )
         try:
             async with (
-                open_backend(self._backend_kind) as backend,
+                open_backend(self._backend_kind, device=self._devices) as backend,
                 backend.resident_graph(graph, batching=batching) as session,
             ):
                 self._backend_name = (backend.kind, backend.device_name)

@@ -16,10 +16,19 @@ NonNegative = Annotated[int, msgspec.Meta(ge=0)]
 
 
 class JobSection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """``[job]``: the job's name and the backend it runs on."""
+    """``[job]``: the job's name, the backend it runs on and its devices.
+
+    ``devices`` is a device ordinal, ``"all"`` (every GPU of the host, the graph
+    replicated on each, batches spread over them) or a list of ordinals.
+    """
 
     name: Annotated[str, msgspec.Meta(min_length=1, max_length=200, pattern=r"^[\w.\-]+$")]
     backend: Literal["auto", "cuda", "cpu"] = "auto"
+    devices: (
+        Literal["all"]
+        | Annotated[list[NonNegative], msgspec.Meta(min_length=1, max_length=1024)]
+        | NonNegative
+    ) = 0
 
 
 class GraphSection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
