@@ -23,7 +23,7 @@ pack
 for bench in ${BENCH:-resident jobs}; do
     case "$bench" in
         breakdown) python3 bench/bfs_breakdown.py --json "$R/breakdown.json" > "$R/breakdown.log" 2>&1 ;;
-        jobs) python3 bench/jobs.py --backend cuda --out "$R/jobs.json" > "$R/jobs.log" 2>&1 ;;
+        jobs) python3 bench/jobs.py --backend cuda ${JOBS_ARGS:-} --out "$R/jobs.json" > "$R/jobs.log" 2>&1 ;;
         *) python3 "bench/$bench.py" --out "$R/$bench.json" > "$R/$bench.log" 2>&1 ;;
     esac
     echo "$bench: exit $?"; tail -n 25 "$R/$bench.log"; pack
