@@ -124,3 +124,21 @@ async def test_when_every_device_is_lost_the_error_says_so(
             monkeypatch.setattr(device, "submit_repeated", lost)
         with pytest.raises(va.DeviceLostError, match=r"every device .* \(2 of 2\).*Fix:"):
             await session.reach_count(0)
+
+
+async def test_a_failed_upload_on_one_device_raises_it_and_frees_the_other_copies(
+    rng: np.random.Generator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Out of memory on one device: that OutOfMemoryError (not a group), nothing left live."""
+    graph = GRAPH_SHAPES["random_symmetric"](rng)
+    async with va.open_backend("cpu", device=[0, 1]) as backend:
+        devices = backend.devices  # type: ignore[attr-defined]
+
+        async def full(*args: Any, **kwargs: Any) -> Any:
+            raise va.OutOfMemoryError("pretend device 1 is full", fix="none (a test).")
+
+        monkeypatch.setattr(devices[1], "upload_group", full)
+        with pytest.raises(va.OutOfMemoryError, match="needs .* bytes"):
+            async with backend.resident_graph(graph):
+                pass
+        assert [d.telemetry().resident_buffers_live for d in devices] == [0, 0]

@@ -34,6 +34,7 @@ import anyio
 import msgspec
 from anyio.abc import ObjectReceiveStream, ObjectSendStream
 
+from .._groups import sole_vyre_error
 from ..backends import BackendKind, DeviceSelector, open_backend
 from ..errors import ConfigurationError, DeviceLostError, LifecycleError, VyreError
 from ..graphs import CsrGraph, load_edge_list, load_matrix_market, load_npz, rmat
@@ -225,7 +226,7 @@ class JobRunner:
         try:
             return await self._run()
         except BaseExceptionGroup as group:
-            error = _single_error(group)
+            error = sole_vyre_error(group)
             if error is None:
                 raise
             raise error from None
@@ -554,19 +555,3 @@ def _reason(exc: BaseException, timeout_s: float) -> str:
     if isinstance(exc, VyreError):
         return str(exc)
     return f"unexpected {type(exc).__name__}: {exc}"
-
-
-def _single_error(group: BaseExceptionGroup[BaseException]) -> BaseException | None:
-    """The one deliberate error inside a task group's exception group, if it is alone."""
-    leaves: list[BaseException] = []
-
-    def walk(exc: BaseException) -> None:
-        if isinstance(exc, BaseExceptionGroup):
-            for inner in exc.exceptions:
-                walk(inner)
-        else:
-            leaves.append(exc)
-
-    walk(group)
-    errors = [e for e in leaves if isinstance(e, VyreError)]
-    return errors[0] if len(errors) == len(leaves) and errors else None

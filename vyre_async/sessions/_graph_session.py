@@ -23,6 +23,7 @@ import anyio
 import msgspec
 import numpy as np
 
+from .._groups import sole_vyre_error
 from ..backends import Backend
 from ..errors import DeviceLostError, LifecycleError, ValidationError
 from ..graphs import CsrGraph
@@ -213,9 +214,18 @@ class ResidentGraphSession:
     async def _upload(self) -> None:
         # Widening offsets and transposing take seconds on large graphs: not on the loop.
         arrays = await anyio.to_thread.run_sync(self._device_arrays)
-        async with anyio.create_task_group() as tg:
-            for replica in self._replicas:
-                tg.start_soon(replica.upload, self._graph, arrays)
+        if len(self._replicas) == 1:
+            await self._replicas[0].upload(self._graph, arrays)
+            return
+        try:
+            async with anyio.create_task_group() as tg:  # every device's copy at once
+                for replica in self._replicas:
+                    tg.start_soon(replica.upload, self._graph, arrays)
+        except BaseExceptionGroup as group:
+            error = sole_vyre_error(group)
+            if error is None:
+                raise
+            raise error from None
 
     # ----------------------------------------------------------------- replicas
     @property
