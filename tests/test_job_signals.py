@@ -97,8 +97,9 @@ def test_kill_9_at_random_moments_then_resume_commits_every_item_exactly_once(
     assert summary["status"] == "complete"
     got = sorted(read_records(out), key=lambda r: r.id)
     assert [(r.id, r.source, r.reached) for r in got] == [(r.id, r.source, r.reached) for r in want]
-    lines = (out / "results.jsonl").read_text().splitlines()
-    assert len(lines) == ITEMS
+    chunks = sorted((out / "chunks").glob("*.jsonl"))
+    lines = [line for p in chunks for line in p.read_text().splitlines()]
+    assert sorted(json.loads(line)["id"] for line in lines) == list(range(ITEMS))
 
 
 def test_sigterm_drains_commits_and_exits_143_with_how_to_resume(tmp_path: Path) -> None:

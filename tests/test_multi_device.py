@@ -138,7 +138,7 @@ async def test_a_failed_upload_on_one_device_raises_it_and_frees_the_other_copie
             raise va.OutOfMemoryError("pretend device 1 is full", fix="none (a test).")
 
         monkeypatch.setattr(devices[1], "upload_group", full)
-        with pytest.raises(va.OutOfMemoryError, match="needs .* bytes"):
+        with pytest.raises(va.OutOfMemoryError, match=r"needs .* bytes"):
             async with backend.resident_graph(graph):
                 pass
         assert [d.telemetry().resident_buffers_live for d in devices] == [0, 0]

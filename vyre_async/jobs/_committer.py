@@ -21,6 +21,9 @@ from ._records import ItemRecord
 from ._spec import OutputSection
 from ._store import ResultStore
 
+#: A block's records and how many of them are failures.
+Outcomes = tuple[list[ItemRecord], int]
+
 
 class Committer:
     """Commits a job's records in chunks.
@@ -48,9 +51,9 @@ class Committer:
         #: Set once every received record is committed (the stream ended).
         self.done = anyio.Event()
 
-    async def run(self, receive: ObjectReceiveStream[list[ItemRecord]]) -> None:
+    async def run(self, receive: ObjectReceiveStream[Outcomes]) -> None:
         """Gather and commit until ``receive`` ends; then set :attr:`done`."""
-        chunks_send, chunks_receive = anyio.create_memory_object_stream[list[ItemRecord]](1)
+        chunks_send, chunks_receive = anyio.create_memory_object_stream[Outcomes](1)
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._write, chunks_receive)
             async with chunks_send, receive:
@@ -59,35 +62,36 @@ class Committer:
 
     async def _gather(
         self,
-        receive: ObjectReceiveStream[list[ItemRecord]],
-        chunks: ObjectSendStream[list[ItemRecord]],
+        receive: ObjectReceiveStream[Outcomes],
+        chunks: ObjectSendStream[Outcomes],
     ) -> None:
         output, progress = self._output, self._progress
         chunk: list[ItemRecord] = []
+        chunk_failed = 0
         due = time.monotonic() + output.commit_interval_s
         ended = False
         while not ended:
             with anyio.move_on_after(max(0.0, due - time.monotonic())):
                 try:
-                    records = await receive.receive()
+                    records, failed = await receive.receive()
                 except anyio.EndOfStream:
                     ended = True
                 else:
                     chunk += records
-                    failed = sum(not r.ok for r in records)
+                    chunk_failed += failed
                     progress.add(len(records), failed)
                     if failed:
                         self._on_failures(self._failed_before + progress.failed)
             now = time.monotonic()
             if chunk and (ended or len(chunk) >= output.commit_items or now >= due):
-                await chunks.send(chunk)
-                chunk = []
+                await chunks.send((chunk, chunk_failed))
+                chunk, chunk_failed = [], 0
             if now >= due:
                 due = now + output.commit_interval_s
 
-    async def _write(self, chunks: ObjectReceiveStream[list[ItemRecord]]) -> None:
+    async def _write(self, chunks: ObjectReceiveStream[Outcomes]) -> None:
         async with chunks:
-            async for chunk in chunks:
+            async for chunk, failed in chunks:
                 # A commit that started finishes: its chunk is either all in or not listed.
                 with anyio.CancelScope(shield=True):
-                    await anyio.to_thread.run_sync(self._store.commit, chunk)
+                    await anyio.to_thread.run_sync(self._store.commit, chunk, failed)

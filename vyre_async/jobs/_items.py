@@ -95,13 +95,14 @@ def check_sources(spec: JobSpec, num_vertices: int, job_file: str) -> None:
             )
         if isinstance(sources, RandomSources):
             continue
-        for j, source in enumerate(sources):
-            if source >= num_vertices:
-                raise ConfigurationError(
-                    f"{job_file}: $.workload[{i}].sources[{j}]: vertex {source} is out of "
-                    f"range for a graph of {num_vertices} vertices",
-                    fix=f"list vertex ids in [0, {num_vertices - 1}].",
-                )
+        listed = np.asarray(sources, dtype=np.int64)
+        if listed.size and int(listed.max()) >= num_vertices:
+            j = int(np.argmax(listed >= num_vertices))  # the first one out of range
+            raise ConfigurationError(
+                f"{job_file}: $.workload[{i}].sources[{j}]: vertex {int(listed[j])} is out "
+                f"of range for a graph of {num_vertices} vertices",
+                fix=f"list vertex ids in [0, {num_vertices - 1}].",
+            )
 
 
 def iter_blocks(

@@ -16,8 +16,13 @@ import msgspec
 FORMAT_VERSION = 1
 
 
-class ItemRecord(msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True):
+class ItemRecord(
+    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True, gc=False
+):
     """The outcome of one item.
+
+    Not tracked by the garbage collector (``gc=False``): it holds only scalars and
+    strings, so it can be in no reference cycle, and a job makes millions of them.
 
     Attributes:
         id: Item id (see :mod:`vyre_async.jobs` for the numbering).
@@ -74,7 +79,7 @@ class Manifest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
             resume with a different job is refused.
         total_items: Items of the whole job.
         chunks: Committed chunk files, in commit order.
-        complete: Every item committed and ``results.jsonl`` written.
+        complete: Every item committed: the listed chunks are the job's result set.
     """
 
     format: int

@@ -40,7 +40,7 @@ from ..errors import ConfigurationError, DeviceLostError, LifecycleError, VyreEr
 from ..graphs import CsrGraph, load_edge_list, load_matrix_market, load_npz, rmat
 from ..logging import JsonLogFile, get_logger
 from ..sessions import BatchingConfig, ResidentGraphSession
-from ._committer import Committer
+from ._committer import Committer, Outcomes
 from ._execute import BlockExecutor, array_records, count_records, execute_block
 from ._items import ItemBlock, check_sources, iter_blocks, total_items
 from ._progress import Progress
@@ -287,7 +287,7 @@ class JobRunner:
     async def _run_generations(
         self, store: ResultStore, graph: CsrGraph, blocks: Iterator[ItemBlock], progress: Progress
     ) -> None:
-        send, receive = anyio.create_memory_object_stream[list[ItemRecord]](WORKERS)
+        send, receive = anyio.create_memory_object_stream[Outcomes](WORKERS)
         committer = Committer(store, self._spec.output, progress, self._check_failures)
         async with anyio.create_task_group() as tg:
             if self._handle_signals:
@@ -324,7 +324,7 @@ class JobRunner:
         self,
         graph: CsrGraph,
         blocks: Iterator[ItemBlock],
-        records: ObjectSendStream[list[ItemRecord]],
+        records: ObjectSendStream[Outcomes],
         store: ResultStore,
     ) -> None:
         spec = self._spec
@@ -373,7 +373,7 @@ class JobRunner:
         self,
         session: ResidentGraphSession,
         receive: ObjectReceiveStream[tuple[int, ItemBlock]],
-        records: ObjectSendStream[list[ItemRecord]],
+        records: ObjectSendStream[Outcomes],
         store: ResultStore,
     ) -> None:
         async with receive:
@@ -401,7 +401,8 @@ class JobRunner:
 
     async def _run_block(
         self, session: ResidentGraphSession, block: ItemBlock, store: ResultStore
-    ) -> list[ItemRecord]:
+    ) -> Outcomes:
+        """Run a block with timeout and retries; its records and how many failed."""
         limits = self._spec.limits
         workload = self._spec.workload[block.workload]
         attempts = 0
@@ -431,16 +432,20 @@ class JobRunner:
                 if len(block) > 1:
                     # Find the items at fault: each of the block's items on its own.
                     done: list[ItemRecord] = []
+                    failed = 0
                     for single in block.split():
-                        done += await self._run_block(session, single, store)
-                    return done
-                return [self._failed(block, exc, attempts)]
+                        records, failures = await self._run_block(session, single, store)
+                        done += records
+                        failed += failures
+                    return done, failed
+                return [self._failed(block, exc, attempts)], 1
             run_ms = round((time.perf_counter() - started) * 1000, 3)
             if result.counts is not None:
-                return count_records(block, workload, result.counts, attempts, run_ms)
-            return await anyio.to_thread.run_sync(
+                return count_records(block, workload, result.counts, attempts, run_ms), 0
+            records = await anyio.to_thread.run_sync(
                 array_records, store, block, workload, result, attempts, run_ms
             )
+            return records, 0
 
     def _failed(self, block: ItemBlock, exc: Exception, attempts: int) -> ItemRecord:
         workload = self._spec.workload[block.workload]
@@ -523,7 +528,7 @@ class JobRunner:
             status, code = "complete", EXIT_OK
             message = (
                 f"{manifest.committed} items ({manifest.failed} failed) committed to "
-                f"{self._folder / 'results.jsonl'}"
+                f"{self._folder / 'chunks'}"
             )
         summary = JobSummary(
             job=self._spec.job.name,

@@ -78,7 +78,7 @@ class OutputSection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """
 
     dir: Annotated[str, msgspec.Meta(min_length=1)]
-    commit_items: Annotated[int, msgspec.Meta(ge=1, le=1_000_000)] = 8192
+    commit_items: Annotated[int, msgspec.Meta(ge=1, le=1_000_000)] = 65536
     commit_interval_s: Annotated[float, msgspec.Meta(gt=0.0, le=3600.0)] = 2.0
 
 

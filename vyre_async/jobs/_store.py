@@ -2,12 +2,14 @@
 
 Layout (every file written by :func:`write_atomic`)::
 
-    manifest.json      the commit point: job, fingerprint, committed chunks
-    chunks/000000.jsonl  records (JSON lines), one file per commit
-    arrays/<id>.npy    full results of items that asked for them
-    results.jsonl      every record, written once the job is complete
-    summary.json       the last run's summary
-    log.jsonl          structlog JSON lines of every run
+    manifest.json        the commit point: job, fingerprint, committed chunks
+    chunks/000000.jsonl  records (JSON lines), one file per commit, in commit order
+    arrays/<id>.npy      full results of items that asked for them
+    summary.json         the last run's summary
+    log.jsonl            structlog JSON lines of every run
+
+Once the manifest says ``complete``, the chunk files it lists are the job's result
+set, every item exactly once (``cat chunks/*.jsonl`` or :func:`read_records`).
 
 A commit writes the chunk, fsyncs the arrays folder, then replaces the manifest: a
 chunk the manifest does not list never counts, and a resumed run deletes it and
@@ -34,7 +36,6 @@ from ._atomic import TEMP_PREFIX, remove_temp_files, sync_dir, write_atomic
 from ._records import FORMAT_VERSION, ChunkEntry, ItemRecord, Manifest
 
 MANIFEST_FILE = "manifest.json"
-RESULTS_FILE = "results.jsonl"
 SUMMARY_FILE = "summary.json"
 LOG_FILE = "log.jsonl"
 CHUNKS_DIR = "chunks"
@@ -230,26 +231,28 @@ class ResultStore:
         write_atomic(path, save, sync_folder=False)
         return f"{ARRAYS_DIR}/{path.name}"
 
-    def commit(self, records: Sequence[ItemRecord]) -> ChunkEntry:
-        """Write records as the next chunk and commit it in the manifest."""
+    def commit(self, records: Sequence[ItemRecord], failed: int | None = None) -> ChunkEntry:
+        """Write records as the next chunk and commit it in the manifest.
+
+        Args:
+            records: The chunk's records.
+            failed: How many are failures, when the caller counted them already.
+        """
         name = f"{len(self._manifest.chunks):06d}.jsonl"
         data = _encoder.encode_lines(records)
-        sync_dir(self._arrays)
+        if any(r.array is not None for r in records):
+            sync_dir(self._arrays)  # the arrays' renames, before the manifest names them
         size = write_atomic(self._chunks / name, data)
-        entry = ChunkEntry(name, len(records), sum(not r.ok for r in records), size)
+        if failed is None:
+            failed = sum(not r.ok for r in records)
+        entry = ChunkEntry(name, len(records), failed, size)
         manifest = msgspec.structs.replace(self._manifest, chunks=(*self._manifest.chunks, entry))
         write_atomic(self.folder / MANIFEST_FILE, _encoder.encode(manifest))
         self._manifest = manifest
         return entry
 
     def finish(self) -> None:
-        """Write ``results.jsonl`` (every committed record) and mark the job complete."""
-
-        def concatenate(file: BinaryIO) -> None:
-            for entry in self._manifest.chunks:
-                file.write(self._read_chunk(entry))
-
-        write_atomic(self.folder / RESULTS_FILE, concatenate)
+        """Mark the job complete in the manifest."""
         manifest = msgspec.structs.replace(self._manifest, complete=True)
         write_atomic(self.folder / MANIFEST_FILE, _encoder.encode(manifest))
         self._manifest = manifest
