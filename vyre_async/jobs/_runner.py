@@ -3,17 +3,18 @@
 Three kinds of task share one task group::
 
     producer --(bounded stream of blocks)--> workers --(bounded stream)--> committer
-                                             session.bfs_many / pagerank
+                                             target.run: bfs_many / pagerank
 
 The producer cuts the job's items into blocks (skipping committed ones); each
-worker runs a block with a timeout and bounded retries, through the session's
-dynamic batcher; the committer gathers records into chunks and commits them
-through the :class:`ResultStore`. Both streams are bounded, so a job holds a few
-blocks of items and one chunk of records however many items it has.
+worker runs a block with a timeout and bounded retries on the job's target (a
+local session's dynamic batcher, or Ray actors; see :mod:`._targets`); the
+committer gathers records into chunks and commits them through the
+:class:`ResultStore`. Both streams are bounded, so a job holds a few blocks of items
+and one chunk of records however many items it has.
 
-A lost device ends the current *generation* (backend + session): the blocks it had
-taken are queued again, the backend is reopened and the graph uploaded again, at
-most ``limits.max_reopens`` times. The committer lives across generations.
+A lost device ends the current *generation* (target: backend + session): the blocks
+it had taken are queued again, the backend is reopened and the graph uploaded
+again, at most ``limits.max_reopens`` times. The committer lives across generations.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import sys
 import time
 from collections import deque
 from collections.abc import Iterator
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any, Literal, TextIO
 
@@ -35,11 +37,11 @@ import msgspec
 from anyio.abc import ObjectReceiveStream, ObjectSendStream
 
 from .._groups import sole_vyre_error
-from ..backends import BackendKind, DeviceSelector, open_backend
+from ..backends import BackendKind, DeviceSelector
 from ..errors import ConfigurationError, DeviceLostError, LifecycleError, VyreError
 from ..graphs import CsrGraph, load_edge_list, load_matrix_market, load_npz, rmat
 from ..logging import JsonLogFile, get_logger
-from ..sessions import BatchingConfig, ResidentGraphSession
+from ..sessions import BatchingConfig
 from ._committer import Committer, Outcomes
 from ._execute import BlockExecutor, array_records, count_records, execute_block
 from ._items import ItemBlock, check_sources, iter_blocks, total_items
@@ -47,11 +49,11 @@ from ._progress import Progress
 from ._records import ItemRecord
 from ._spec import JobSpec
 from ._store import LOG_FILE, ResultStore, output_folder
+from ._targets import BlockTarget, local_target
 
 _log = get_logger("vyre_async.jobs")
 
-#: Blocks run at once; with blocks of ``max_batch`` items two keep the batcher busy,
-#: four leave room for workloads of different kinds.
+#: Blocks of records waiting for the committer.
 WORKERS = 4
 #: Exit codes: success, a failed job, a bad job file (the CLI's), SIGINT, SIGTERM.
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -327,35 +329,38 @@ class JobRunner:
         records: ObjectSendStream[Outcomes],
         store: ResultStore,
     ) -> None:
-        spec = self._spec
-        batching = BatchingConfig(
-            max_batch=spec.batching.max_batch, max_delay=spec.batching.max_delay_ms / 1000
-        )
         try:
-            async with (
-                open_backend(self._backend_kind, device=self._devices) as backend,
-                backend.resident_graph(graph, batching=batching) as session,
-            ):
-                self._backend_name = (backend.kind, backend.device_name)
+            async with self._open_target(graph) as target:
+                self._backend_name = (target.backend, target.device)
                 with anyio.CancelScope(deadline=self._drain_deadline) as scope:
                     self._generation_scope = scope
+                    workers = target.concurrency
                     send, receive = anyio.create_memory_object_stream[tuple[int, ItemBlock]](
-                        WORKERS
+                        workers
                     )
                     async with anyio.create_task_group() as tg:
                         tg.start_soon(self._produce, blocks, send)
                         async with receive:
-                            for _ in range(WORKERS):
-                                tg.start_soon(self._work, session, receive.clone(), records, store)
+                            for _ in range(workers):
+                                tg.start_soon(self._work, target, receive.clone(), records, store)
                 self._generation_scope = None
-                self._telemetry = msgspec.to_builtins(backend.telemetry())
-                stats = session.batch_stats()
-                self._batches = msgspec.to_builtins(stats) if stats is not None else None
+                self._telemetry, self._batches = await target.report()
         except VyreError as exc:
             if self._lost is None and not isinstance(exc, DeviceLostError):
                 raise
             # Closing (or reopening) a lost device fails too; the next try decides.
             self._lost = self._lost or exc
+
+    def _open_target(self, graph: CsrGraph) -> AbstractAsyncContextManager[BlockTarget]:
+        spec = self._spec
+        if spec.job.executor == "ray":
+            from ..cluster import ray_target  # Ray is an optional extra
+
+            return ray_target(spec, self._job_file, self._backend_kind)
+        batching = BatchingConfig(
+            max_batch=spec.batching.max_batch, max_delay=spec.batching.max_delay_ms / 1000
+        )
+        return local_target(self._backend_kind, self._devices, graph, batching, self._execute)
 
     async def _produce(
         self, blocks: Iterator[ItemBlock], send: ObjectSendStream[tuple[int, ItemBlock]]
@@ -371,7 +376,7 @@ class JobRunner:
 
     async def _work(
         self,
-        session: ResidentGraphSession,
+        target: BlockTarget,
         receive: ObjectReceiveStream[tuple[int, ItemBlock]],
         records: ObjectSendStream[Outcomes],
         store: ResultStore,
@@ -381,7 +386,7 @@ class JobRunner:
                 if self._stopping:
                     continue  # stays pending: not committed, so a resume runs it
                 try:
-                    done = await self._run_block(session, block, store)
+                    done = await self._run_block(target, block, store)
                 except DeviceLostError as exc:
                     self._lose(exc)
                     return
@@ -400,7 +405,7 @@ class JobRunner:
             self._generation_scope.cancel()
 
     async def _run_block(
-        self, session: ResidentGraphSession, block: ItemBlock, store: ResultStore
+        self, target: BlockTarget, block: ItemBlock, store: ResultStore
     ) -> Outcomes:
         """Run a block with timeout and retries; its records and how many failed."""
         limits = self._spec.limits
@@ -411,7 +416,7 @@ class JobRunner:
             started = time.perf_counter()
             try:
                 with anyio.fail_after(limits.item_timeout_s):
-                    result = await self._execute(session, workload, block.sources)
+                    result = await target.run(workload, block.sources)
             except Exception as exc:
                 if isinstance(exc, DeviceLostError) or self._lost is not None:
                     raise
@@ -434,7 +439,7 @@ class JobRunner:
                     done: list[ItemRecord] = []
                     failed = 0
                     for single in block.split():
-                        records, failures = await self._run_block(session, single, store)
+                        records, failures = await self._run_block(target, single, store)
                         done += records
                         failed += failures
                     return done, failed

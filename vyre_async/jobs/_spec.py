@@ -20,6 +20,8 @@ class JobSection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
     ``devices`` is a device ordinal, ``"all"`` (every GPU of the host, the graph
     replicated on each, batches spread over them) or a list of ordinals.
+    ``executor = "ray"`` runs blocks on Ray actors, one per GPU of the cluster at
+    ``ray_address`` (a local Ray instance when unset), or ``ray_workers`` of them.
     """
 
     name: Annotated[str, msgspec.Meta(min_length=1, max_length=200, pattern=r"^[\w.\-]+$")]
@@ -29,6 +31,9 @@ class JobSection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         | Annotated[list[NonNegative], msgspec.Meta(min_length=1, max_length=1024)]
         | NonNegative
     ) = 0
+    executor: Literal["local", "ray"] = "local"
+    ray_address: Annotated[str, msgspec.Meta(min_length=1)] | None = None
+    ray_workers: Annotated[int, msgspec.Meta(ge=1, le=4096)] | None = None
 
 
 class GraphSection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

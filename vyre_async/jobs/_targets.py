@@ -1,0 +1,96 @@
+"""Where a job's blocks run: a local backend's session, or Ray actors.
+
+The runner sees a :class:`BlockTarget` either way: ``await target.run(workload,
+sources)`` gives a block's :class:`BlockResult`. A target lives for one
+*generation* of the runner (until the job ends or its device is lost).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any, Protocol
+
+import msgspec
+import numpy as np
+
+from ..backends import BackendKind, DeviceSelector, open_backend
+from ..graphs import CsrGraph
+from ..sessions import BatchingConfig, ResidentGraphSession
+from ._execute import BlockExecutor, BlockResult
+from ._spec import WorkloadSection
+
+
+class BlockTarget(Protocol):
+    """Runs blocks; says what it runs on and what it did."""
+
+    backend: str
+    device: str
+    #: Blocks worth running at once (the runner keeps about this many in flight).
+    concurrency: int
+
+    async def run(self, workload: WorkloadSection, sources: np.ndarray) -> BlockResult:
+        """Run one block's items."""
+        ...
+
+    async def report(self) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+        """Telemetry and batcher statistics, as plain data (``None`` where unknown)."""
+        ...
+
+
+class LocalTarget:
+    """A resident-graph session on a backend of this process.
+
+    Args:
+        session: The open session.
+        backend: Its backend's kind.
+        device: Its backend's device name.
+        execute: Runs a block on the session.
+        telemetry: The backend's telemetry snapshot function.
+    """
+
+    concurrency = 4
+
+    def __init__(
+        self,
+        session: ResidentGraphSession,
+        backend: str,
+        device: str,
+        execute: BlockExecutor,
+        telemetry: Any,
+    ) -> None:
+        self._session = session
+        self.backend = backend
+        self.device = device
+        self._execute = execute
+        self._telemetry = telemetry
+        # Two blocks per device keep every device's batcher slot busy.
+        self.concurrency = max(4, 2 * session.devices)
+
+    async def run(self, workload: WorkloadSection, sources: np.ndarray) -> BlockResult:
+        """Run one block on the session (through its batcher)."""
+        return await self._execute(self._session, workload, sources)
+
+    async def report(self) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+        """The backend's telemetry and the session's batcher statistics."""
+        stats = self._session.batch_stats()
+        return (
+            msgspec.to_builtins(self._telemetry()),
+            msgspec.to_builtins(stats) if stats is not None else None,
+        )
+
+
+@asynccontextmanager
+async def local_target(
+    kind: BackendKind,
+    devices: DeviceSelector,
+    graph: CsrGraph,
+    batching: BatchingConfig,
+    execute: BlockExecutor,
+) -> AsyncIterator[LocalTarget]:
+    """Open a backend and a batching session over ``graph``; close both afterwards."""
+    async with (
+        open_backend(kind, device=devices) as backend,
+        backend.resident_graph(graph, batching=batching) as session,
+    ):
+        yield LocalTarget(session, backend.kind, backend.device_name, execute, backend.telemetry)
