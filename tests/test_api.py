@@ -17,6 +17,8 @@ from vyre_async.testing import capture_logs, gpu_unavailable_reason
 PUBLIC_MODULES = [
     "vyre_async",
     "vyre_async.backends",
+    "vyre_async.cluster",
+    "vyre_async.egraph",
     "vyre_async.graphs",
     "vyre_async.jobs",
     "vyre_async.sessions",

@@ -13,6 +13,7 @@ Example:
     >>> anyio.run(main)
 """
 
+from . import egraph as egraph
 from . import errors as errors
 from . import graphs as graphs
 from . import jobs as jobs
@@ -75,6 +76,7 @@ __all__ = [
     "ValidationError",
     "VyreError",
     "configure_logging",
+    "egraph",
     "errors",
     "graphs",
     "jobs",

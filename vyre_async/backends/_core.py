@@ -28,6 +28,8 @@ from ._resident import ResidentBuffer, ResidentRegistry
 from ._sequence import ReadRange, SequenceStep, bind_step, resolve_range
 
 if TYPE_CHECKING:
+    from ..egraph import EGraphDeviceView, EGraphHostView, EGraphSession, ResidentEGraph
+    from ..egraph._upload import EGraphSource
     from ..graphs import CsrGraph
     from ..sessions import BatchingConfig, ResidentGraphSession
 
@@ -476,6 +478,49 @@ class BackendCore(ABC, Generic[S]):
         from ..sessions import ResidentGraphSession
 
         return ResidentGraphSession(self, graph, batching=batching)
+
+    # ----------------------------------------------------------------- e-graphs
+    async def upload_egraph(
+        self, source: EGraphSource, *, chunk_bytes: int | None = None
+    ) -> ResidentEGraph:
+        """Upload an e-graph snapshot or upload plan as one resident ``<u4`` buffer.
+
+        See :func:`vyre_async.egraph.upload_egraph`: the buffer is freed again if
+        the upload fails part way.
+        """
+        # Lazy, like resident_graph: egraph sits above backends.
+        from ..egraph._upload import DEFAULT_CHUNK_BYTES, upload_egraph
+
+        self._check_open()
+        chunk = DEFAULT_CHUNK_BYTES if chunk_bytes is None else chunk_bytes
+        return await upload_egraph(self, source, chunk_bytes=chunk)
+
+    def egraph_view(self, image: ResidentEGraph) -> EGraphDeviceView | EGraphHostView:
+        """The checked per-column view of a resident e-graph image.
+
+        Device pointers on the CUDA backend, read-only NumPy views on the CPU backend.
+
+        Raises:
+            ValidationError: A column lies outside the buffer or its address overflows.
+        """
+        from ..egraph._view import resolve_view
+
+        self._check_open()
+        storage = self._registry.storage(image.buffer)
+        return resolve_view(image.buffer.nbytes, storage, image.layout)
+
+    def egraph_session(
+        self, source: EGraphSource, *, chunk_bytes: int | None = None
+    ) -> EGraphSession:
+        """A session keeping an e-graph on this backend; use it with ``async with``.
+
+        The image is uploaded on entry and freed, with its scratch, on exit.
+        """
+        from ..egraph._session import EGraphSession
+        from ..egraph._upload import DEFAULT_CHUNK_BYTES
+
+        chunk = DEFAULT_CHUNK_BYTES if chunk_bytes is None else chunk_bytes
+        return EGraphSession(self, source, chunk_bytes=chunk)
 
     # ----------------------------------------------------------------- telemetry
     def telemetry(self) -> TelemetrySnapshot:

@@ -147,3 +147,15 @@ class MultiDeviceBackend:
     async def free(self, *args: Any, **kwargs: Any) -> NoReturn:
         """Refused: see :attr:`devices`."""
         self._one_device("free")
+
+    async def upload_egraph(self, *args: Any, **kwargs: Any) -> NoReturn:
+        """Refused: see :attr:`devices`."""
+        self._one_device("upload_egraph")
+
+    def egraph_view(self, *args: Any, **kwargs: Any) -> NoReturn:
+        """Refused: see :attr:`devices`."""
+        self._one_device("egraph_view")
+
+    def egraph_session(self, *args: Any, **kwargs: Any) -> NoReturn:
+        """Refused: see :attr:`devices`."""
+        self._one_device("egraph_session")

@@ -20,6 +20,8 @@ from ._resident import ResidentBuffer
 from ._sequence import ReadRange, SequenceStep
 
 if TYPE_CHECKING:
+    from ..egraph import EGraphDeviceView, EGraphHostView, EGraphSession, ResidentEGraph
+    from ..egraph._upload import EGraphSource
     from ..graphs import CsrGraph
     from ..sessions import BatchingConfig, ResidentGraphSession
 
@@ -125,6 +127,22 @@ class Backend(Protocol):
         self, graph: CsrGraph, *, batching: BatchingConfig | None = None
     ) -> ResidentGraphSession:
         """A session keeping ``graph`` resident; use it with ``async with``."""
+        ...
+
+    async def upload_egraph(
+        self, source: EGraphSource, *, chunk_bytes: int | None = None
+    ) -> ResidentEGraph:
+        """Upload an e-graph snapshot or plan as one resident buffer plus its layout."""
+        ...
+
+    def egraph_view(self, image: ResidentEGraph) -> EGraphDeviceView | EGraphHostView:
+        """Resolve a resident e-graph image into checked per-column pointers or views."""
+        ...
+
+    def egraph_session(
+        self, source: EGraphSource, *, chunk_bytes: int | None = None
+    ) -> EGraphSession:
+        """A session keeping an e-graph resident; use it with ``async with``."""
         ...
 
     def telemetry(self) -> TelemetrySnapshot:

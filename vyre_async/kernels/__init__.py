@@ -17,6 +17,15 @@ from ._bfs import bfs_top_down as bfs_top_down
 from ._compile import CompiledKernel as CompiledKernel
 from ._compile import arch_for as arch_for
 from ._compile import compile_kernel as compile_kernel
+from ._egraph import EGRAPH_KERNELS as EGRAPH_KERNELS
+from ._egraph import egraph_check as egraph_check
+from ._egraph import egraph_clear as egraph_clear
+from ._egraph import egraph_compress as egraph_compress
+from ._egraph import egraph_init as egraph_init
+from ._egraph import egraph_merge as egraph_merge
+from ._egraph import egraph_rewrite as egraph_rewrite
+from ._egraph import egraph_signatures as egraph_signatures
+from ._egraph_layout import EGRAPH_STATE_WORDS as EGRAPH_STATE_WORDS
 from ._histogram import histogram256 as histogram256
 from ._kernel import BoundCall as BoundCall
 from ._kernel import Kernel as Kernel
@@ -55,6 +64,7 @@ BUILTIN_KERNELS: tuple[Kernel, ...] = (
     *BFS_KERNELS,
     *PAGERANK_KERNELS,
     *MSBFS_KERNELS,
+    *EGRAPH_KERNELS,
 )
 
 __all__ = [
@@ -65,6 +75,8 @@ __all__ = [
     "BoundCall",
     "BufferParam",
     "CompiledKernel",
+    "EGRAPH_KERNELS",
+    "EGRAPH_STATE_WORDS",
     "Kernel",
     "LaunchShape",
     "MSBFS_KERNELS",
@@ -81,6 +93,13 @@ __all__ = [
     "bfs_init",
     "bfs_top_down",
     "compile_kernel",
+    "egraph_check",
+    "egraph_clear",
+    "egraph_compress",
+    "egraph_init",
+    "egraph_merge",
+    "egraph_rewrite",
+    "egraph_signatures",
     "grid_stride",
     "histogram256",
     "msbfs_advance",
