@@ -677,7 +677,9 @@ class CudaBackend(BackendCore[DeviceAllocation]):
     async def _copy_into(self, target: np.ndarray, data: np.ndarray) -> None:
         source = data.reshape(-1).view(np.uint8)
         if data.nbytes > _INLINE_COPY_BYTES:
-            await anyio.to_thread.run_sync(np.copyto, target, source, limiter=self._limiter)
+            # Host copies have their own threads: never queued behind a kernel compile,
+            # and several large writes copy in parallel (np.copyto drops the GIL).
+            await anyio.to_thread.run_sync(np.copyto, target, source, limiter=self._copy_limiter)
         else:
             np.copyto(target, source)
 
