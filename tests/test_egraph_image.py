@@ -15,6 +15,7 @@ from vyre_async.egraph import (
     EGraphSnapshot,
     WordSpan,
     pack_egraph,
+    packed_words,
     unpack_egraph,
 )
 from vyre_async.errors import ValidationError
@@ -192,3 +193,45 @@ def test_unpack_refuses_short_or_inconsistent_images(rng: np.random.Generator) -
     broken[layout.spans["children"].offset] = layout.num_classes
     with pytest.raises(ValidationError, match="column 'children' holds e-class id"):
         unpack_egraph(broken, layout)
+
+
+def test_packing_into_a_given_array_matches_a_fresh_pack(rng: np.random.Generator) -> None:
+    """pack_egraph(out=...) fills the caller's words exactly as a fresh pack (padding zero)."""
+    snapshot = _random_snapshot_for_out(rng)
+    fresh, layout = pack_egraph(snapshot)
+    assert packed_words(snapshot) == fresh.size
+    out = np.full(fresh.size + 7, 0xDEADBEEF, dtype="<u4")  # poisoned, and longer
+    words, same = pack_egraph(snapshot, out=out)
+    assert (dict(same.spans), same.num_classes) == (dict(layout.spans), layout.num_classes)
+    assert np.shares_memory(words, out)
+    np.testing.assert_array_equal(words, fresh)
+    assert (out[fresh.size :] == 0xDEADBEEF).all(), "words past the image are left alone"
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        np.zeros(10, dtype="<u4"),  # too short
+        np.zeros(100_000, dtype="<i4"),  # wrong dtype
+        np.zeros((2, 50_000), dtype="<u4"),  # not 1-D
+        np.zeros(200_000, dtype="<u4")[::2],  # strided
+    ],
+)
+def test_packing_into_an_unsuitable_array_is_refused(
+    rng: np.random.Generator, bad: np.ndarray
+) -> None:
+    """A short, mistyped, 2-D or strided out array raises ValidationError with a fix."""
+    with pytest.raises(ValidationError, match="Fix:"):
+        pack_egraph(_random_snapshot_for_out(rng), out=bad)
+
+
+def _random_snapshot_for_out(rng: np.random.Generator) -> EGraphSnapshot:
+    rows = [
+        (
+            int(rng.integers(0, 40)),
+            int(rng.integers(0, 5)),
+            [int(c) for c in rng.integers(0, 40, 2)],
+        )
+        for _ in range(120)
+    ]
+    return EGraphSnapshot.from_rows(rows, num_classes=40)

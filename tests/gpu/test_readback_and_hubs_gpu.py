@@ -98,3 +98,22 @@ async def test_bfs_through_hubs_equals_scipy(
             np.testing.assert_array_equal(
                 await session.bfs(int(source)), scipy_levels(graph, int(source))
             )
+
+
+async def test_a_write_from_page_locked_memory_skips_the_staging_copy(
+    cuda: va.Backend, rng: np.random.Generator
+) -> None:
+    """Writing from CuPy pinned memory takes no staging buffer and lands exactly."""
+    cupyx = pytest.importorskip("cupyx", reason="CuPy allocates the page-locked array")
+    count = 3 << 20  # 12 MiB of int32, over the inline-copy size
+    pinned = cupyx.empty_pinned((count,), dtype=np.int32)
+    pinned[:] = rng.integers(-(2**31), 2**31 - 1, count, dtype=np.int32)
+    buffer = await cuda.alloc(pinned.nbytes, np.int32)
+    staged_before = cuda.telemetry().pinned_bytes
+    await cuda.write(buffer, pinned)
+    assert cuda.telemetry().pinned_bytes == staged_before, "a staging buffer was taken"
+    np.testing.assert_array_equal(await cuda.read(buffer), pinned)
+    pageable = pinned[::-1].copy()  # the staged path, for the same bytes reversed
+    await cuda.write(buffer, pageable)
+    np.testing.assert_array_equal(await cuda.read(buffer), pageable)
+    await cuda.free(buffer)

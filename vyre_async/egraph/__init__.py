@@ -9,6 +9,7 @@ on the device until a fixed point.
 
 from ._image import IMAGE_DTYPE as IMAGE_DTYPE
 from ._image import pack_egraph as pack_egraph
+from ._image import packed_words as packed_words
 from ._image import unpack_egraph as unpack_egraph
 from ._layout import EGRAPH_COLUMNS as EGRAPH_COLUMNS
 from ._layout import ByteSpan as ByteSpan
@@ -50,6 +51,7 @@ __all__ = [
     "borrow_egraph_image",
     "check_column_spans",
     "pack_egraph",
+    "packed_words",
     "plan_egraph_upload",
     "resolve_device_view",
     "resolve_host_view",

@@ -40,14 +40,27 @@ def image_columns(snapshot: EGraphSnapshot) -> dict[str, np.ndarray]:
     return {name: columns[name] for name in EGRAPH_COLUMNS}
 
 
-def pack_egraph(snapshot: EGraphSnapshot) -> tuple[np.ndarray, EGraphLayout]:
+def pack_egraph(
+    snapshot: EGraphSnapshot, *, out: np.ndarray | None = None
+) -> tuple[np.ndarray, EGraphLayout]:
     """Pack ``snapshot`` into one ``<u4`` array and the layout of its columns.
 
     Columns follow each other in :data:`EGRAPH_COLUMNS` order, each starting on a
     256-byte boundary; the padding is zero.
 
+    Args:
+        snapshot: The e-graph.
+        out: Pack into this array instead of a new one, e.g. page-locked host memory
+            (CuPy's ``cupyx.empty_pinned``), which ``upload_egraph`` of a plan
+            borrowing it then copies to the device without staging: a writable, 1-D,
+            C-contiguous ``'<u4'`` array of at least :func:`packed_words` words.
+
     Returns:
-        ``(words, layout)``: the image and where each column lies in it.
+        ``(words, layout)``: the image (a view of ``out`` when given) and where each
+        column lies in it.
+
+    Raises:
+        ValidationError: ``out`` is not such an array.
     """
     if not isinstance(snapshot, EGraphSnapshot):
         raise TypeError(f"pack_egraph takes an EGraphSnapshot, got {type(snapshot).__name__}")
@@ -58,11 +71,47 @@ def pack_egraph(snapshot: EGraphSnapshot) -> tuple[np.ndarray, EGraphLayout]:
         spans[name] = WordSpan(at, int(column.size))
         at += -(-int(column.size) // COLUMN_ALIGN_WORDS) * COLUMN_ALIGN_WORDS
     layout = EGraphLayout(spans, snapshot.num_classes)
-    words = np.zeros(layout.total_words, dtype=IMAGE_DTYPE)
+    if out is None:
+        words = np.zeros(layout.total_words, dtype=IMAGE_DTYPE)
+    else:
+        words = _checked_out(out, layout.total_words)
+        words.fill(0)
     for name, column in columns.items():
         span = spans[name]
         words[span.offset : span.end] = column
     return words, layout
+
+
+def packed_words(snapshot: EGraphSnapshot) -> int:
+    """Words :func:`pack_egraph` needs for ``snapshot`` (to size an ``out`` array)."""
+    rows = int(snapshot.eclass_ids.size)
+    groups = int(np.unique(snapshot.eclass_ids).size)
+    # The sizes of image_columns(), without computing the columns.
+    sizes = [rows] * 5 + [int(snapshot.children.size), groups, groups + 1, rows]
+    padded = sum(-(-size // COLUMN_ALIGN_WORDS) * COLUMN_ALIGN_WORDS for size in sizes[:-1])
+    return padded + sizes[-1]  # the image ends where its last column does
+
+
+def _checked_out(out: np.ndarray, total_words: int) -> np.ndarray:
+    if not isinstance(out, np.ndarray):
+        raise ValidationError(
+            f"out must be a NumPy array, got {type(out).__name__}",
+            fix="pass e.g. cupyx.empty_pinned((packed_words(snapshot),), dtype='<u4').",
+        )
+    if out.dtype != IMAGE_DTYPE or out.ndim != 1 or not out.flags.c_contiguous:
+        raise ValidationError(
+            f"out must be 1-D, C-contiguous '<u4' words; got {out.dtype.str} with shape "
+            f"{out.shape}{'' if out.flags.c_contiguous else ', strided'}",
+            fix="allocate it with dtype='<u4' and shape (packed_words(snapshot),).",
+        )
+    if not out.flags.writeable:
+        raise ValidationError("out is read-only", fix="pass a writable array.")
+    if out.size < total_words:
+        raise ValidationError(
+            f"out holds {out.size} words; the image needs {total_words}",
+            fix="allocate at least packed_words(snapshot) words.",
+        )
+    return out[:total_words]
 
 
 def column_words(words: np.ndarray, layout: EGraphLayout, name: str) -> np.ndarray:

@@ -280,6 +280,29 @@ class CudaDevice:
             self.health.mark_lost(exc)
             raise
 
+    def is_page_locked(self, address: int, nbytes: int) -> bool:
+        """Whether host bytes ``[address, address + nbytes)`` lie in one page-locked
+        allocation this context can copy from directly (``cudaHostAlloc``'d memory of
+        this device's primary context, CuPy's pinned arrays, ``cuMemHostRegister``).
+
+        Pageable memory answers False (the driver reports an invalid value, which is
+        not an error here).
+        """
+        self.make_current()
+        driver = self.driver
+        attribute = driver.CUpointer_attribute
+        found = driver.cuPointerGetAttribute(attribute.CU_POINTER_ATTRIBUTE_MEMORY_TYPE, address)
+        if int(found[0]) != 0 or int(found[1]) != int(driver.CUmemorytype.CU_MEMORYTYPE_HOST):
+            return False
+        start = driver.cuPointerGetAttribute(
+            attribute.CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, address
+        )
+        size = driver.cuPointerGetAttribute(attribute.CU_POINTER_ATTRIBUTE_RANGE_SIZE, address)
+        if int(start[0]) != 0 or int(size[0]) != 0:
+            return False
+        first = int(start[1])
+        return first <= address and address + nbytes <= first + int(size[1])
+
     def close(self) -> None:
         """Release the primary context. Idempotent; never raises for a lost device."""
         with self._close_lock:
