@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import functools
 import itertools
+import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import pytest
 from cuda.bindings import driver
 from trio.testing import MockClock
@@ -337,7 +339,8 @@ async def test_long_running_work_is_polled_at_most_about_once_per_ms() -> None:
     """A kernel that runs for 1 s (mock clock) costs about 1000 queries, not a busy core."""
     # ~1000 at the 1 ms cap, plus the ~40 shorter sleeps of the first 8 ms.
     events = ScriptedEvents()
-    watcher = CompletionWatcher(events.query, spin_s=0.0, max_sleep_s=1e-3)
+    # precise_nap_s=0: a thread's nap would sleep in real time, not on the mock clock.
+    watcher = CompletionWatcher(events.query, spin_s=0.0, max_sleep_s=1e-3, precise_nap_s=0.0)
     completion = Completion()
     async with running(watcher):
         event = events.record()
@@ -365,3 +368,35 @@ async def test_registering_work_wakes_a_backed_off_watcher_at_once() -> None:
         watcher.watch("fast", events.record(SUCCESS), quick)
         await finished(quick)
         assert anyio.current_time() == started
+
+
+@pytest.mark.parametrize(
+    ("max_sleep_s", "threaded"), [(200e-6, True), (5e-3, False)], ids=["short", "long"]
+)
+async def test_naps_under_a_millisecond_sleep_in_a_thread_longer_ones_on_the_loop(
+    monkeypatch: pytest.MonkeyPatch, max_sleep_s: float, threaded: bool
+) -> None:
+    """Short naps go to a worker thread (loop timers round up to 1 ms); long ones do not."""
+    slept_in_threads: list[float] = []
+    run_sync = anyio.to_thread.run_sync
+
+    async def recording(func: Any, *args: Any, **kwargs: Any) -> Any:
+        if func is time.sleep:
+            slept_in_threads.append(args[0])
+        return await run_sync(func, *args, **kwargs)
+
+    monkeypatch.setattr(anyio.to_thread, "run_sync", recording)
+    events = ScriptedEvents()
+    watcher = CompletionWatcher(
+        events.query, spin_s=0.0, min_sleep_s=max_sleep_s, max_sleep_s=max_sleep_s
+    )
+    completion = Completion()
+    async with running(watcher):
+        event = events.record()
+        watcher.watch("s", event, completion)
+        while len(events.queried) < 3:
+            await anyio.lowlevel.checkpoint()
+        events.finish(event)
+        await finished(completion)
+    assert bool(slept_in_threads) is threaded
+    assert all(nap < 1e-3 for nap in slept_in_threads)

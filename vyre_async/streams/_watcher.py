@@ -11,6 +11,12 @@ work is registered. With work in flight it spins on checkpoints for a short budg
 after each registration or completion (short kernels finish within microseconds),
 then sleeps in steps growing from ``min_sleep_s`` to ``max_sleep_s``, so a long
 kernel keeps no core busy. Registering new work wakes it at once.
+
+Naps under a millisecond sleep in a worker thread: the event loop's own timers wait
+in whole milliseconds (asyncio and trio both poll epoll with a millisecond timeout,
+rounded up), so a 100 µs nap on the loop lasted 1 ms and every wait for work of a
+millisecond or two ended up to a millisecond late. A thread's sleep ends within
+tens of microseconds of asking, and its return wakes the loop at once.
 """
 
 from __future__ import annotations
@@ -38,6 +44,9 @@ __all__ = ["CompletionWatcher"]
 
 logger = structlog.get_logger("vyre_async.streams")
 
+#: Naps shorter than this sleep in a worker thread (see the module docstring).
+PRECISE_NAP_S = 1e-3
+
 
 @dataclass(slots=True)
 class _Watch:
@@ -62,6 +71,8 @@ class CompletionWatcher:
             60-160 µs of CPU, so a 1 ms cap put a long kernel at 6-13 % of a core,
             over the 10 % budget; 2 ms halves that and adds at most 2 ms of latency
             to work that already ran for milliseconds.
+        precise_nap_s: Naps shorter than this sleep in a worker thread (0: never;
+            tests on a mock clock use 0, since a thread sleeps in real time).
         clock: Monotonic seconds, for the spin budget.
     """
 
@@ -75,6 +86,7 @@ class CompletionWatcher:
         spin_s: float = 150e-6,
         min_sleep_s: float = 20e-6,
         max_sleep_s: float = 2e-3,
+        precise_nap_s: float = PRECISE_NAP_S,
         clock: Callable[[], float] = time.perf_counter,
     ) -> None:
         self._query = query
@@ -87,6 +99,9 @@ class CompletionWatcher:
         self._wake = anyio.Event()
         self._idle: anyio.Event | None = None
         self._nap: anyio.CancelScope | None = None
+        # Threads for short naps; a cancelled nap's thread sleeps out its (< 1 ms) nap.
+        self._nappers = anyio.CapacityLimiter(2)
+        self._precise_nap_s = precise_nap_s
         self._state = "unstarted"
         #: ``cuEventQuery`` calls made.
         self.queries = 0
@@ -223,7 +238,12 @@ class CompletionWatcher:
                 # A plain sleep in a scope that watch() cancels: the common case (the
                 # sleep runs out) then costs no cancellation, only the rare wake does.
                 with anyio.CancelScope() as self._nap:
-                    await anyio.sleep(wait)
+                    if wait < self._precise_nap_s:
+                        await anyio.to_thread.run_sync(
+                            time.sleep, wait, limiter=self._nappers, abandon_on_cancel=True
+                        )
+                    else:
+                        await anyio.sleep(wait)
                 self._nap = None
 
     def _poll(self) -> bool:
