@@ -371,12 +371,14 @@ async def test_registering_work_wakes_a_backed_off_watcher_at_once() -> None:
 
 
 @pytest.mark.parametrize(
-    ("max_sleep_s", "threaded"), [(200e-6, True), (5e-3, False)], ids=["short", "long"]
+    ("max_sleep_s", "in_flight", "threaded"),
+    [(200e-6, 1, True), (5e-3, 1, False), (200e-6, 10, False)],
+    ids=["short", "long", "short-but-busy"],
 )
 async def test_naps_under_a_millisecond_sleep_in_a_thread_longer_ones_on_the_loop(
-    monkeypatch: pytest.MonkeyPatch, max_sleep_s: float, threaded: bool
+    monkeypatch: pytest.MonkeyPatch, max_sleep_s: float, in_flight: int, threaded: bool
 ) -> None:
-    """Short naps go to a worker thread (loop timers round up to 1 ms); long ones do not."""
+    """Short naps with little in flight go to a worker thread; long or busy ones do not."""
     slept_in_threads: list[float] = []
     run_sync = anyio.to_thread.run_sync
 
@@ -390,13 +392,16 @@ async def test_naps_under_a_millisecond_sleep_in_a_thread_longer_ones_on_the_loo
     watcher = CompletionWatcher(
         events.query, spin_s=0.0, min_sleep_s=max_sleep_s, max_sleep_s=max_sleep_s
     )
-    completion = Completion()
+    completions = [Completion() for _ in range(in_flight)]
     async with running(watcher):
-        event = events.record()
-        watcher.watch("s", event, completion)
+        recorded = [events.record() for _ in completions]
+        for event, completion in zip(recorded, completions, strict=True):
+            watcher.watch("s", event, completion)  # one stream: one query per poll
         while len(events.queried) < 3:
             await anyio.lowlevel.checkpoint()
-        events.finish(event)
-        await finished(completion)
+        for event in recorded:
+            events.finish(event)
+        for completion in completions:
+            await finished(completion)
     assert bool(slept_in_threads) is threaded
     assert all(nap < 1e-3 for nap in slept_in_threads)

@@ -12,11 +12,13 @@ after each registration or completion (short kernels finish within microseconds)
 then sleeps in steps growing from ``min_sleep_s`` to ``max_sleep_s``, so a long
 kernel keeps no core busy. Registering new work wakes it at once.
 
-Naps under a millisecond sleep in a worker thread: the event loop's own timers wait
-in whole milliseconds (asyncio and trio both poll epoll with a millisecond timeout,
-rounded up), so a 100 µs nap on the loop lasted 1 ms and every wait for work of a
-millisecond or two ended up to a millisecond late. A thread's sleep ends within
-tens of microseconds of asking, and its return wakes the loop at once.
+While little is in flight, naps under a millisecond sleep in a worker thread: the
+event loop's own timers wait in whole milliseconds (asyncio and trio both poll epoll
+with a millisecond timeout, rounded up), so a 100 µs nap on the loop lasted 1 ms and
+every wait for work of a millisecond or two ended up to a millisecond late. A
+thread's sleep ends within tens of microseconds of asking, and its return wakes the
+loop at once. With much in flight the loop's coarser timer stays: completions then
+arrive often anyway, and fewer, larger polls cost less per completion.
 """
 
 from __future__ import annotations
@@ -44,8 +46,10 @@ __all__ = ["CompletionWatcher"]
 
 logger = structlog.get_logger("vyre_async.streams")
 
-#: Naps shorter than this sleep in a worker thread (see the module docstring).
+#: Naps shorter than this sleep in a worker thread (see the module docstring)...
 PRECISE_NAP_S = 1e-3
+#: ...while at most this many pieces of work are in flight.
+PRECISE_NAP_MAX_IN_FLIGHT = 4
 
 
 @dataclass(slots=True)
@@ -238,7 +242,7 @@ class CompletionWatcher:
                 # A plain sleep in a scope that watch() cancels: the common case (the
                 # sleep runs out) then costs no cancellation, only the rare wake does.
                 with anyio.CancelScope() as self._nap:
-                    if wait < self._precise_nap_s:
+                    if wait < self._precise_nap_s and self.in_flight <= PRECISE_NAP_MAX_IN_FLIGHT:
                         await anyio.to_thread.run_sync(
                             time.sleep, wait, limiter=self._nappers, abandon_on_cancel=True
                         )
