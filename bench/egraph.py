@@ -20,13 +20,20 @@ import json
 import platform
 import statistics
 import subprocess
+import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import anyio
 import numpy as np
 
 import vyre_async as va
+
+# The plain-Python reference is the tests' own, so the two can never drift apart.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from egraph_references import congruence_closure
+
 from vyre_async.egraph import (
     BorrowedEGraphUploadPlan,
     EGraphSnapshot,
@@ -94,36 +101,16 @@ def _within(lens: np.ndarray) -> np.ndarray:
 
 
 def python_closure(snapshot: EGraphSnapshot) -> tuple[list[int], int]:
-    """Plain-Python congruence closure: a dict of keys, a union-find, rounds to a fixed point."""
+    """The tests' plain-Python congruence closure (a dict of keys, a union-find)."""
     offsets = snapshot.children_offsets.tolist()
     kids_all = snapshot.children.tolist()
     rows = [
-        (c, op, kids_all[offsets[i] : offsets[i + 1]])
+        (c, op, tuple(kids_all[offsets[i] : offsets[i + 1]]))
         for i, (c, op) in enumerate(
             zip(snapshot.eclass_ids.tolist(), snapshot.op_ids.tolist(), strict=True)
         )
     ]
-    parent = list(range(snapshot.num_classes))
-
-    def find(x: int) -> int:
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    rounds = 0
-    while True:
-        rounds += 1
-        keys = [((op, tuple([find(k) for k in kids])), c) for c, op, kids in rows]
-        first: dict[Any, int] = {}
-        merged = False
-        for key, c in keys:
-            a, b = find(first.setdefault(key, c)), find(c)
-            if a != b:
-                parent[max(a, b)] = min(a, b)
-                merged = True
-        if not merged:
-            return [find(c) for c in range(snapshot.num_classes)], rounds
+    return congruence_closure(rows, snapshot.num_classes)
 
 
 def same_partition(a: np.ndarray, b: np.ndarray) -> bool:
