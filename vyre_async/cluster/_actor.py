@@ -17,7 +17,7 @@ import msgspec
 
 from ..backends import BackendKind, open_backend
 from ..jobs._execute import execute_block
-from ..jobs._runner import load_job_graph
+from ..jobs._graph_source import load_job_graph
 from ..jobs._spec import JobSpec
 from ..sessions import BatchingConfig, ResidentGraphSession
 from ._wire import BlockRequest, encode_result

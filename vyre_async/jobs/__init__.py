@@ -14,7 +14,6 @@ from ._load import load_job as load_job
 from ._records import ItemRecord as ItemRecord
 from ._records import Manifest as Manifest
 from ._runner import JobRunner as JobRunner
-from ._runner import JobSummary as JobSummary
 from ._runner import RunnerState as RunnerState
 from ._spec import BatchingSection as BatchingSection
 from ._spec import GraphSection as GraphSection
@@ -26,6 +25,7 @@ from ._spec import OutputSection as OutputSection
 from ._spec import RandomSources as RandomSources
 from ._spec import WorkloadSection as WorkloadSection
 from ._store import read_records as read_records
+from ._summary import JobSummary as JobSummary
 
 __all__ = [
     "BatchingSection",

@@ -20,7 +20,6 @@ again, at most ``limits.max_reopens`` times. The committer lives across generati
 from __future__ import annotations
 
 import enum
-import hashlib
 import itertools
 import os
 import signal
@@ -38,23 +37,25 @@ from anyio.abc import ObjectReceiveStream, ObjectSendStream
 
 from .._groups import sole_vyre_error
 from ..backends import BackendKind, DeviceSelector
-from ..errors import ConfigurationError, DeviceLostError, LifecycleError, VyreError
-from ..graphs import CsrGraph, load_edge_list, load_matrix_market, load_npz, rmat
+from ..errors import DeviceLostError, LifecycleError, VyreError
+from ..graphs import CsrGraph
 from ..logging import JsonLogFile, get_logger
 from ..sessions import BatchingConfig
 from ._committer import Committer, Outcomes
 from ._execute import BlockExecutor, array_records, count_records, execute_block
+from ._graph_source import job_fingerprint, load_job_graph
 from ._items import ItemBlock, check_sources, iter_blocks, total_items
 from ._progress import Progress
 from ._records import ItemRecord
 from ._spec import JobSpec
 from ._store import LOG_FILE, ResultStore, output_folder
+from ._summary import JobSummary
 from ._targets import BlockTarget, local_target
 
 _log = get_logger("vyre_async.jobs")
 
-#: Blocks of records waiting for the committer.
-WORKERS = 4
+#: Blocks of records that may wait for the committer.
+RECORD_QUEUE_BLOCKS = 4
 #: Exit codes: success, a failed job, a bad job file (the CLI's), SIGINT, SIGTERM.
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 _SIGNAL_EXIT = {signal.SIGINT: 130, signal.SIGTERM: 143}
@@ -68,83 +69,6 @@ class RunnerState(enum.Enum):
     UNOPENED = "unopened"
     RUNNING = "running"
     FINISHED = "finished"
-
-
-class JobSummary(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """What a run did; printed at the end and written to ``<out>/summary.json``.
-
-    Attributes:
-        job: The job's name.
-        status: ``"complete"``, ``"interrupted"`` (a signal) or ``"failed"``.
-        exit_code: 0, 1 (failed), 130 (SIGINT) or 143 (SIGTERM).
-        message: One line saying how the run ended.
-        output: The output folder.
-        backend: Backend kind the items ran on.
-        device: Its device name.
-        items_total: Items of the whole job.
-        items_committed: Items committed in the folder, by every run so far.
-        items_this_run: Items this run committed.
-        items_skipped: Items earlier runs had committed (``--resume``).
-        items_failed: Failed items committed in the folder.
-        retries: Retries this run made.
-        reopens: Times this run reopened a lost device.
-        seconds: Wall seconds of this run.
-        items_per_s: Items this run committed per second.
-        telemetry: The last backend's telemetry snapshot.
-        batches: The last session's batcher statistics.
-    """
-
-    job: str
-    status: Literal["complete", "interrupted", "failed"]
-    exit_code: int
-    message: str
-    output: str
-    backend: str
-    device: str
-    items_total: int
-    items_committed: int
-    items_this_run: int
-    items_skipped: int
-    items_failed: int
-    retries: int
-    reopens: int
-    seconds: float
-    items_per_s: float
-    telemetry: dict[str, Any] | None
-    batches: dict[str, Any] | None
-
-
-def job_fingerprint(spec: JobSpec, job_file: Path) -> str:
-    """Hash of what determines a job's results: its graph (and file) and workloads."""
-    digest = hashlib.sha256(msgspec.json.encode([spec.graph, spec.workload]))
-    if spec.graph.path is not None:
-        path = job_file.parent / spec.graph.path
-        try:
-            stat = path.stat()
-        except OSError as exc:
-            raise ConfigurationError(
-                f"{job_file}: $.graph.path: {path} cannot be read ({exc.strerror or exc})",
-                fix="check the path; it is relative to the job file's folder.",
-            ) from None
-        digest.update(f"{stat.st_size}:{stat.st_mtime_ns}".encode())
-    return digest.hexdigest()
-
-
-def load_job_graph(spec: JobSpec, job_file: Path) -> CsrGraph:
-    """The job's graph: generated, or read from the file its path names (blocking)."""
-    graph = spec.graph
-    if graph.kind == "rmat":
-        if graph.scale is None:  # the spec's rules make this unreachable
-            raise ConfigurationError(f"{job_file}: $.graph.scale is missing", fix="set scale.")
-        return rmat(graph.scale, graph.edge_factor, graph.seed)
-    if graph.path is None:
-        raise ConfigurationError(f"{job_file}: $.graph.path is missing", fix="set path.")
-    path = job_file.parent / graph.path
-    if graph.kind == "mtx":
-        return load_matrix_market(path, symmetric=graph.symmetric)
-    if graph.kind == "npz":
-        return load_npz(path)
-    return load_edge_list(path, symmetric=graph.symmetric)
 
 
 class JobRunner:
@@ -289,7 +213,7 @@ class JobRunner:
     async def _run_generations(
         self, store: ResultStore, graph: CsrGraph, blocks: Iterator[ItemBlock], progress: Progress
     ) -> None:
-        send, receive = anyio.create_memory_object_stream[Outcomes](WORKERS)
+        send, receive = anyio.create_memory_object_stream[Outcomes](RECORD_QUEUE_BLOCKS)
         committer = Committer(store, self._spec.output, progress, self._check_failures)
         async with anyio.create_task_group() as tg:
             if self._handle_signals:
