@@ -38,6 +38,8 @@ class TelemetrySnapshot(msgspec.Struct, frozen=True, forbid_unknown_fields=True)
         pinned_bytes: Page-locked host staging bytes held (CUDA).
         streams_cached: Idle streams kept for reuse (CUDA).
         events_cached: Idle events kept for reuse (CUDA).
+        graphs_captured: Repeated sequence bodies captured as CUDA graphs (CUDA).
+        graph_replays: Submissions that replayed a captured body with one launch (CUDA).
     """
 
     backend: str
@@ -59,6 +61,8 @@ class TelemetrySnapshot(msgspec.Struct, frozen=True, forbid_unknown_fields=True)
     pinned_bytes: int = 0
     streams_cached: int = 0
     events_cached: int = 0
+    graphs_captured: int = 0
+    graph_replays: int = 0
 
 
 class TelemetryCounters:
@@ -131,6 +135,8 @@ _HELP = {
     "pinned_bytes": ("gauge", "Page-locked host staging bytes held."),
     "streams_cached": ("gauge", "Idle streams cached."),
     "events_cached": ("gauge", "Idle events cached."),
+    "graphs_captured": ("counter", "Repeated sequence bodies captured as CUDA graphs."),
+    "graph_replays": ("counter", "Submissions that replayed a captured body in one launch."),
 }
 
 

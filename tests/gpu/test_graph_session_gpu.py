@@ -92,3 +92,19 @@ async def test_cancelled_gpu_query_leaves_session_usable(
         with anyio.move_on_after(0.0005):
             await session.bfs(0)
         np.testing.assert_array_equal(await session.bfs(7), scipy_levels(graph, 7))
+
+
+async def test_repeated_traversal_bodies_replay_one_captured_cuda_graph(
+    cuda: va.Backend, rng: np.random.Generator
+) -> None:
+    """The second traversal replays the first one's captured body; results equal SciPy."""
+    graph = rmat(12, 8, seed=int(rng.integers(1 << 30)))
+    sources = [int(s) for s in rng.integers(0, graph.num_vertices, 5)]
+    async with cuda.resident_graph(graph) as session:
+        first = cuda.telemetry()
+        counts = [await session.reach_count(s) for s in sources]
+        last = cuda.telemetry()
+    assert last.graphs_captured - first.graphs_captured >= 1
+    assert last.graph_replays - first.graph_replays >= len(sources) - 1
+    for source, count in zip(sources, counts, strict=True):
+        assert count == int((scipy_levels(graph, source) >= 0).sum())

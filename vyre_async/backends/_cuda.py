@@ -35,6 +35,7 @@ from ..streams._pending import Completion
 from ..streams._watcher import CompletionWatcher
 from ._config import DispatchConfig
 from ._core import BackendCore, Enqueued, ReadPlan, _quietly
+from ._cuda_graphs import GRAPH_MIN_LAUNCHES, BodyGraphs, body_key
 from ._cuda_launch import KernelCache, LoadedKernel
 from ._cuda_readback import COPY_THREADS, copy_out_pieces, plan_read_pieces
 from ._cuda_staging import COPY_PAD, StagingPlan, fill_inputs, plan_staging, take_outputs
@@ -148,6 +149,7 @@ class CudaBackend(BackendCore[DeviceAllocation]):
             self._events = EventPool.for_device(device)
             self._streams = [self._stream_pool.acquire() for _ in range(STREAMS)]
             self._kernels = KernelCache(device)
+            self._graphs = BodyGraphs(device)
             self._watcher = CompletionWatcher.for_device(device)
         except BaseException:
             await anyio.to_thread.run_sync(device.close)
@@ -180,6 +182,7 @@ class CudaBackend(BackendCore[DeviceAllocation]):
                 device.make_current()
                 for stream in self._streams:
                     self._stream_pool.release(stream)
+                self._graphs.close()
                 self._kernels.close()
                 leaks = {
                     "streams": self._stream_pool.close(),
@@ -530,15 +533,22 @@ class CudaBackend(BackendCore[DeviceAllocation]):
                 self._wait_for(stream, waits)
                 if timing is not None:
                     device.call(driver.cuEventRecord, timing[0], stream)
-                for _, steps, times in ((0, prefix_steps, 1), (1, repeated_steps, repeat_count)):
-                    for _ in range(times):
-                        for c, ptrs, clears in steps:
-                            for ptr, size in clears:
-                                if size:
-                                    device.call(driver.cuMemsetD8Async, ptr, 0, size, stream)
-                            lk = loaded[id(c.kernel)]
-                            lk.check_launch(c.launch, device.info)
-                            lk.launch(c, ptrs, stream, 1)
+                for c, _, _ in (*prefix_steps, *repeated_steps):
+                    loaded[id(c.kernel)].check_launch(c.launch, device.info)
+
+                def record(stream: Any, steps: list[Any] = repeated_steps) -> None:
+                    for _ in range(repeat_count):
+                        self._launch_steps(steps, loaded, stream)
+
+                self._launch_steps(prefix_steps, loaded, stream)
+                launches = repeat_count * len(repeated_steps)
+                graphable = launches >= GRAPH_MIN_LAUNCHES and not any(
+                    c.launch.empty for c, _, _ in repeated_steps
+                )
+                if not graphable or not self._graphs.launch(
+                    body_key(repeated_steps, repeat_count), record, stream
+                ):
+                    record(stream)
                 if timing is not None:
                     device.call(driver.cuEventRecord, timing[1], stream)
                 for (storage, buffer, offset, count), at in zip(reads, offsets, strict=True):
@@ -708,6 +718,16 @@ class CudaBackend(BackendCore[DeviceAllocation]):
 
         await self._stream_op(enqueue, lambda: self._pinned.release(pinned))
 
+    def _launch_steps(self, steps: list[Any], loaded: dict[int, LoadedKernel], stream: Any) -> None:
+        """Enqueue steps once each: their output clears, then their launches."""
+        device = self._cuda()
+        driver = device.driver
+        for c, ptrs, clears in steps:
+            for ptr, size in clears:
+                if size:
+                    device.call(driver.cuMemsetD8Async, ptr, 0, size, stream)
+            loaded[id(c.kernel)].launch(c, ptrs, stream, 1)
+
     async def _write_page_locked(
         self, storage: DeviceAllocation, byte_offset: int, data: np.ndarray
     ) -> None:
@@ -823,6 +843,8 @@ class CudaBackend(BackendCore[DeviceAllocation]):
             "pinned_bytes": self._pinned.pinned_bytes,
             "streams_cached": self._stream_pool.streams_cached,
             "events_cached": self._events.events_cached,
+            "graphs_captured": self._graphs.captured,
+            "graph_replays": self._graphs.replayed,
         }
 
     def reset_telemetry(self) -> None:
