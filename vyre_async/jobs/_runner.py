@@ -23,7 +23,6 @@ import enum
 import itertools
 import os
 import signal
-import sys
 import time
 from collections import deque
 from collections.abc import Iterator
@@ -417,23 +416,22 @@ class JobRunner:
     async def _watch_signals(self) -> None:
         with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
             async for signum in signals:
+                name = signal.Signals(signum).name
                 if self._signal is not None:
                     # Everything committed is already durable; whatever is half
                     # written is a temp file or an unlisted chunk that resume ignores.
-                    print(
-                        f"\nvyre-async: second {signal.Signals(signum).name}: exiting now; "
-                        "committed results are intact.",
-                        file=sys.stderr,
-                        flush=True,
+                    _log.error(
+                        "job_signal",
+                        signal=name,
+                        action="exiting now; committed results are intact",
                     )
                     os._exit(_SIGNAL_EXIT.get(signum, 128 + signum))
                 self._signal = signum
-                name = signal.Signals(signum).name
-                print(
-                    f"\nvyre-async: {name}: finishing in-flight work (at most "
-                    f"{self._spec.limits.drain_timeout_s:g} s); send it again to exit now.",
-                    file=sys.stderr,
-                    flush=True,
+                _log.warning(
+                    "job_signal",
+                    signal=name,
+                    action=f"finishing in-flight work (at most "
+                    f"{self._spec.limits.drain_timeout_s:g} s); send it again to exit now",
                 )
                 self._stop("interrupted", f"interrupted by {name}")
 
