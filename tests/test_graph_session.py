@@ -125,3 +125,29 @@ async def test_cancelled_query_leaves_session_usable_and_frees_on_exit(
                 await session.bfs(0)
             np.testing.assert_array_equal(await session.bfs(5), scipy_levels(graph, 5))
         assert_no_resident_leaks(backend.telemetry())
+
+
+@pytest.mark.parametrize("batching", [False, True], ids=["direct", "batched"])
+async def test_bfs_into_out_equals_scipy_and_refuses_a_misfit(
+    rng: np.random.Generator, batching: bool
+) -> None:
+    """bfs(out=...) fills and returns the caller's array; a misfit is refused up front."""
+    graph = GRAPH_SHAPES["rmat_skewed"](rng)
+    n = graph.num_vertices
+    config = va.BatchingConfig() if batching else None
+    async with (
+        va.open_backend("cpu") as backend,
+        backend.resident_graph(graph, batching=config) as session,
+    ):
+        out = np.full(n, 7_777_777, np.int32)  # poisoned
+        for source in _sources(rng, graph):
+            got = await session.bfs(source, out=out)
+            assert got is out
+            np.testing.assert_array_equal(out, scipy_levels(graph, source))
+        for misfit in (
+            np.zeros(n, np.int64),
+            np.zeros(n + 1, np.int32),
+            np.zeros(n, np.int32)[::-1],
+        ):
+            with pytest.raises(va.ValidationError, match="Fix: "):
+                await session.bfs(0, out=misfit)

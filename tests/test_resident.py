@@ -220,3 +220,41 @@ async def test_upload_group_keeps_each_array_and_counts_one_upload(
         for buffer in buffers:
             await backend.free(buffer)
         assert_no_resident_leaks(backend.telemetry())
+
+
+@pytest.mark.parametrize("count", [37, 300_000], ids=["small", "over-1MiB"])
+async def test_read_into_out_fills_and_returns_that_array(
+    rng: np.random.Generator, count: int
+) -> None:
+    """read(out=...) writes the range into the caller's array and returns it."""
+    array = rng.standard_normal(count + 11).astype(np.float32)
+    async with va.open_backend("cpu") as backend:
+        buf = await backend.upload(array)
+        out = np.full((count,), np.nan, np.float32)  # poisoned: every element must land
+        got = await backend.read(buf, offset=11, out=out)
+        syncs = backend.telemetry().sync_points
+        await backend.free(buf)
+    assert got is out
+    np.testing.assert_array_equal(out, array[11:])
+    assert syncs == 1
+
+
+async def test_read_into_a_misfit_out_is_refused_and_leaves_it_untouched() -> None:
+    """Wrong dtype, size, layout, a read-only array or a list: ValidationError with a fix."""
+    array = np.arange(64, dtype=np.int32)
+    frozen = np.zeros(64, np.int32)
+    frozen.flags.writeable = False
+    misfits: list[object] = [
+        np.zeros(64, np.int64),
+        np.zeros(63, np.int32),
+        np.zeros((64, 2), np.int32)[:, 0],
+        frozen,
+        [0] * 64,
+    ]
+    async with va.open_backend("cpu") as backend:
+        buf = await backend.upload(array)
+        for out in misfits:
+            with pytest.raises(va.ValidationError, match="Fix: "):
+                await backend.read(buf, out=out)  # type: ignore[arg-type]
+        await backend.free(buf)
+    assert not frozen.any()

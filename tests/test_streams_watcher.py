@@ -405,3 +405,67 @@ async def test_naps_under_a_millisecond_sleep_in_a_thread_longer_ones_on_the_loo
             await finished(completion)
     assert bool(slept_in_threads) is threaded
     assert all(nap < 1e-3 for nap in slept_in_threads)
+
+
+def test_backoff_spin_budget_can_be_replaced_per_call() -> None:
+    """A per-call spin budget overrides the configured one for that call only."""
+    backoff = Backoff(spin_s=150e-6, min_sleep_s=20e-6, max_sleep_s=1e-3)
+    backoff.reset(1.0)
+    assert backoff.next_wait(1.001, spin_s=2e-3) == 0.0
+    assert backoff.next_wait(1.001) == pytest.approx(125e-6)
+    assert backoff.next_wait(1.0024, spin_s=2e-3) == pytest.approx(300e-6)
+
+
+@pytest.mark.parametrize(
+    ("in_flight", "spins_for_s"),
+    [(1, 2e-3), (10, 150e-6)],
+    ids=["few-in-flight-spin-long", "many-in-flight-spin-short"],
+)
+async def test_few_in_flight_spin_longer_before_the_first_sleep(
+    in_flight: int, spins_for_s: float
+) -> None:
+    """With little in flight the watcher only yields for few_spin_s, else for spin_s.
+
+    The back-off reads a hand-moved clock; its naps (20 us to 1 ms) pass in real time.
+    """
+    events = ScriptedEvents()
+    sleeps: list[tuple[float, float]] = []  # (clock, wait) of every poll
+    clock_now = [0.0]
+
+    def clock() -> float:
+        return clock_now[0]
+
+    watcher = CompletionWatcher(
+        events.query,
+        spin_s=150e-6,
+        few_spin_s=2e-3,
+        min_sleep_s=20e-6,
+        max_sleep_s=1e-3,
+        precise_nap_s=0.0,
+        clock=clock,
+    )
+
+    class RecordingBackoff(Backoff):
+        def next_wait(self, now: float, spin_s: float | None = None) -> float:
+            wait = super().next_wait(now, spin_s)
+            sleeps.append((now, wait))
+            return wait
+
+    watcher._backoff = RecordingBackoff(spin_s=150e-6, min_sleep_s=20e-6, max_sleep_s=1e-3)
+    completions = [Completion() for _ in range(in_flight)]
+    async with running(watcher):
+        recorded = [events.record() for _ in completions]
+        for event, completion in zip(recorded, completions, strict=True):
+            watcher.watch("s", event, completion)
+        for step in range(1, 40):  # the watcher's clock moves 100 us per step
+            clock_now[0] = step * 100e-6
+            count = len(sleeps)
+            while len(sleeps) == count:
+                await anyio.lowlevel.checkpoint()
+        for event in recorded:
+            events.finish(event)
+        for completion in completions:
+            await finished(completion)
+    first_sleep = next(now for now, wait in sleeps if wait > 0)
+    # The first poll that sleeps comes at the first step past the budget.
+    assert spins_for_s <= first_sleep <= spins_for_s + 100e-6

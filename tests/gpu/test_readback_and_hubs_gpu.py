@@ -9,7 +9,7 @@ from graph_references import scipy_levels
 
 import vyre_async as va
 from vyre_async.backends._cuda_readback import PIECE_BYTES
-from vyre_async.graphs import CsrGraph
+from vyre_async.graphs import CsrGraph, rmat
 
 try:  # CuPy is on the GPU machines, not in CI; imported here, not on the event loop
     import cupyx
@@ -124,3 +124,58 @@ async def test_a_write_from_page_locked_memory_skips_the_staging_copy(
     await cuda.write(buffer, pageable)
     np.testing.assert_array_equal(await cuda.read(buffer), pageable)
     await cuda.free(buffer)
+
+
+async def test_a_read_into_page_locked_memory_skips_the_staging_copy(
+    cuda: va.Backend, rng: np.random.Generator
+) -> None:
+    """read(out=pinned) takes no staging buffer, lands exactly, and a pageable out works."""
+    if cupyx is None:
+        pytest.skip("CuPy (which allocates the page-locked array) is not installed")
+    count = 3 << 20  # 12 MiB of int32, over the inline-copy size
+    data = rng.integers(-(2**31), 2**31 - 1, count + 5, dtype=np.int32)
+    buffer = await cuda.upload(data)
+    pinned = await anyio.to_thread.run_sync(cupyx.empty_pinned, (count,), np.int32)
+    pinned[:] = 0x5EED  # poisoned
+    staged_before = cuda.telemetry().pinned_bytes
+    assert await cuda.read(buffer, offset=5, out=pinned) is pinned
+    assert cuda.telemetry().pinned_bytes == staged_before, "a staging buffer was taken"
+    np.testing.assert_array_equal(pinned, data[5:])
+    pageable = np.full(count, 0x5EED, np.int32)
+    assert await cuda.read(buffer, offset=0, count=count, out=pageable) is pageable
+    np.testing.assert_array_equal(pageable, data[:count])
+    await cuda.free(buffer)
+
+
+async def test_a_cancelled_read_into_page_locked_memory_returns_after_the_copy(
+    cuda: va.Backend, rng: np.random.Generator
+) -> None:
+    """Cancelled at its wait, the read returns only once the copy has fully landed."""
+    if cupyx is None:
+        pytest.skip("CuPy (which allocates the page-locked array) is not installed")
+    count = 8 << 20  # 32 MiB
+    data = rng.integers(-(2**31), 2**31 - 1, count, dtype=np.int32)
+    buffer = await cuda.upload(data)
+    pinned = await anyio.to_thread.run_sync(cupyx.empty_pinned, (count,), np.int32)
+    pinned[:] = 0x5EED
+    with anyio.move_on_after(0) as scope:  # cancelled at the first wait: after the enqueue
+        await cuda.read(buffer, out=pinned)
+    assert scope.cancelled_caught
+    np.testing.assert_array_equal(pinned, data)
+    await cuda.free(buffer)
+
+
+async def test_bfs_into_page_locked_levels_equals_scipy(
+    cuda: va.Backend, rng: np.random.Generator
+) -> None:
+    """session.bfs(out=pinned) on a graph of over 1 MiB of levels equals SciPy."""
+    if cupyx is None:
+        pytest.skip("CuPy (which allocates the page-locked array) is not installed")
+    graph = rmat(19, 8, seed=int(rng.integers(2**31)))
+    n = graph.num_vertices
+    pinned = await anyio.to_thread.run_sync(cupyx.empty_pinned, (n,), np.int32)
+    async with cuda.resident_graph(graph) as session:
+        for source in rng.integers(0, n, 3).tolist():
+            pinned[:] = 0x5EED
+            assert await session.bfs(int(source), out=pinned) is pinned
+            np.testing.assert_array_equal(pinned, scipy_levels(graph, int(source)))

@@ -42,6 +42,8 @@ Enqueued = tuple[Callable[[], Any], Callable[[], None] | None]
 _DEFAULT_CONFIG = DispatchConfig()
 #: Bound sequence steps remembered per backend (sessions repeat the same steps).
 _BOUND_STEP_CACHE = 4096
+#: Host copies larger than this run in a worker thread, off the event loop.
+_INLINE_COPY_BYTES = 1 << 20
 #: Seconds a closing backend waits for unfinished work before it gives up on it.
 CLOSE_DEADLINE_S = 30.0
 
@@ -413,16 +415,47 @@ class BackendCore(ABC, Generic[S]):
         self._counters.bytes_uploaded += data.nbytes
 
     async def read(
-        self, buffer: ResidentBuffer, offset: int = 0, count: int | None = None
+        self,
+        buffer: ResidentBuffer,
+        offset: int = 0,
+        count: int | None = None,
+        *,
+        out: np.ndarray | None = None,
     ) -> np.ndarray:
         """Copy elements back; a whole-buffer read keeps the uploaded shape.
 
         Waits for unfinished dispatches that use the buffer first.
+
+        Args:
+            buffer: The resident buffer.
+            offset: First element.
+            count: Elements to read (default: to the end).
+            out: Copy into this array and return it instead of a new one: writeable,
+                C-contiguous, of the buffer's dtype, holding exactly the elements
+                read (any shape). On the CUDA backend, a page-locked ``out`` (CuPy's
+                ``cupyx.empty_pinned``, memory registered with ``cuMemHostRegister``)
+                takes the copy straight from the device with no staging or host copy,
+                which for large reads is most of their cost; if the read is
+                cancelled, it returns only once the copy stopped writing into ``out``.
+
+        Raises:
+            ValidationError: ``out`` does not fit the read (nothing was copied).
         """
-        (result,) = await self.read_many([ReadRange(buffer, offset, count)])
-        if offset == 0 and count is None:
-            return result.reshape(buffer.shape)
-        return result
+        if out is None:
+            (result,) = await self.read_many([ReadRange(buffer, offset, count)])
+            if offset == 0 and count is None:
+                return result.reshape(buffer.shape)
+            return result
+        self._check_open()
+        (plan,) = self._plan_reads([ReadRange(buffer, offset, count)])
+        check_read_target(out, buffer, plan[3])
+        writer = self._registry.last_write(buffer)
+        if writer is not None:
+            await _quietly(writer)
+        await self._read_into(plan, out)
+        self._counters.bytes_downloaded += out.nbytes
+        self._counters.sync_points += 1
+        return out
 
     async def read_many(self, ranges: Sequence[ReadRange]) -> list[np.ndarray]:
         """Copy several ranges back behind one fence; arrays in the order asked."""
@@ -589,9 +622,46 @@ class BackendCore(ABC, Generic[S]):
     async def _read(self, plans: list[ReadPlan]) -> list[np.ndarray]:
         """Copy the planned ranges back as new arrays."""
 
+    async def _read_into(self, plan: ReadPlan, out: np.ndarray) -> None:
+        """Copy one planned range into ``out`` (checked to fit); backends may do better."""
+        (result,) = await self._read([plan])
+        flat = out.reshape(-1)
+        if result.nbytes > _INLINE_COPY_BYTES:
+            await anyio.to_thread.run_sync(np.copyto, flat, result)
+        else:
+            np.copyto(flat, result)
+
     @abstractmethod
     def _release(self, storage: S) -> None:
         """Return idle storage to its pool."""
+
+
+def check_read_target(out: object, buffer: ResidentBuffer, count: int) -> None:
+    """Refuse an ``out`` array that a read of ``count`` elements of ``buffer`` cannot fill.
+
+    Raises:
+        ValidationError: Not an array, not writeable or C-contiguous, wrong dtype or size.
+    """
+    if not isinstance(out, np.ndarray):
+        raise ValidationError(
+            f"out must be a NumPy array, got {type(out).__name__}",
+            fix=f"pass np.empty({count}, np.{buffer.dtype}) or leave out=None.",
+        )
+    if out.dtype != buffer.dtype:
+        raise ValidationError(
+            f"out has dtype {out.dtype}; resident buffer {buffer.id} holds {buffer.dtype}",
+            fix=f"allocate out with dtype np.{buffer.dtype}.",
+        )
+    if out.size != count:
+        raise ValidationError(
+            f"out holds {out.size} element(s); the read returns {count}",
+            fix=f"allocate out with exactly {count} element(s), or read a range that size.",
+        )
+    if not out.flags.c_contiguous or not out.flags.writeable:
+        raise ValidationError(
+            "out must be a writeable, C-contiguous array",
+            fix="allocate it with np.empty (or cupyx.empty_pinned), not as a view or slice.",
+        )
 
 
 def _uses(calls: Sequence[BoundCall[Any]]) -> dict[ResidentBuffer, bool]:

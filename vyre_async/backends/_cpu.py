@@ -201,6 +201,14 @@ class CpuBackend(BackendCore[np.ndarray]):
             for storage, _, offset, count in plans
         ]
 
+    async def _read_into(self, plan: ReadPlan, out: np.ndarray) -> None:
+        storage, _, offset, count = plan
+        source, target = storage[offset : offset + count], out.reshape(-1)
+        if source.nbytes > _INLINE_COPY_BYTES:
+            await anyio.to_thread.run_sync(np.copyto, target, source, limiter=self._limiter)
+        else:
+            np.copyto(target, source)
+
     def _release(self, storage: np.ndarray) -> None:
         # NumPy storage is garbage-collected once the registry forgets it.
         pass

@@ -777,6 +777,37 @@ class CudaBackend(BackendCore[DeviceAllocation]):
         release_pinned()
         return arrays
 
+    async def _read_into(self, plan: ReadPlan, out: np.ndarray) -> None:
+        storage, buffer, offset, count = plan
+        nbytes = count * buffer.dtype.itemsize
+        device = self._cuda()
+        if nbytes <= _INLINE_COPY_BYTES or not device.is_page_locked(out.ctypes.data, nbytes):
+            (result,) = await self._read([plan])
+            await self._copy_into(out.reshape(-1), result)
+            return
+        # Page-locked: the device copies straight into the caller's array.
+        completion = Completion()
+        key, stream = self._stream()
+        try:
+            device.call(
+                device.driver.cuMemcpyDtoHAsync,
+                out.ctypes.data,
+                storage.ptr + offset * buffer.dtype.itemsize,
+                nbytes,
+                stream,
+            )
+            self._finish_on(key, stream, completion, functools.partial(_keep_alive, out))
+        except BaseException:
+            self._sync_after_failure(stream)
+            raise
+        try:
+            await completion.wait()
+        except BaseException:
+            # The copy writes into the caller's array: return only once it stopped.
+            with anyio.CancelScope(shield=True):
+                await _quietly(completion)
+            raise
+
     async def _read_in_pieces(
         self, plans: list[ReadPlan], sizes: list[int], offsets: list[int]
     ) -> list[np.ndarray]:

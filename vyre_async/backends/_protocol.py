@@ -106,9 +106,14 @@ class Backend(Protocol):
         ...
 
     async def read(
-        self, buffer: ResidentBuffer, offset: int = 0, count: int | None = None
+        self,
+        buffer: ResidentBuffer,
+        offset: int = 0,
+        count: int | None = None,
+        *,
+        out: np.ndarray | None = None,
     ) -> np.ndarray:
-        """Copy a resident buffer (or a range of it) back to the host."""
+        """Copy a resident buffer (or a range of it) back to the host (into ``out``)."""
         ...
 
     async def read_many(self, ranges: Sequence[ReadRange]) -> list[np.ndarray]:

@@ -266,7 +266,12 @@ class ResidentGraphSession:
 
     # ----------------------------------------------------------------- analyses
     async def bfs(
-        self, source: int, *, priority: int = 0, queue_timeout: float | None = None
+        self,
+        source: int,
+        *,
+        out: np.ndarray | None = None,
+        priority: int = 0,
+        queue_timeout: float | None = None,
     ) -> np.ndarray:
         """BFS levels from ``source``: int32, 0 at the source, -1 where unreachable.
 
@@ -275,17 +280,50 @@ class ResidentGraphSession:
 
         Args:
             source: Source vertex.
+            out: Write the levels into this int32 array of ``num_vertices`` elements
+                and return it. A page-locked one (``cupyx.empty_pinned``) on the CUDA
+                backend takes them straight from the device, skipping the staging and
+                host copies that are most of a large graph's readback; reusing one
+                array also skips a fresh array's page faults. With batching the
+                levels are copied into it.
             priority: With batching, higher priorities join batches first (FIFO
                 within a priority); ignored without batching.
             queue_timeout: With batching, seconds the query may wait in the queue
                 before it is rejected with DispatchError; ignored without batching.
+
+        Raises:
+            ValidationError: ``source`` is out of range, or ``out`` does not fit.
         """
         source = self._checked(source)
+        if out is not None:
+            self._check_levels_out(out)
         if self._batcher is not None:
             query = TraversalQuery(id=0, source=source)
             levels: np.ndarray = await self._submit_one(query, priority, queue_timeout)
-            return levels
-        return await self._on_replica(lambda r: self._levels_on(r, source, UNLIMITED))
+            if out is None:
+                return levels
+            np.copyto(out.reshape(-1), levels)
+            return out
+        return await self._on_replica(lambda r: self._levels_on(r, source, UNLIMITED, out))
+
+    def _check_levels_out(self, out: object) -> None:
+        n = self._graph.num_vertices
+        if (
+            not isinstance(out, np.ndarray)
+            or out.dtype != np.int32
+            or out.size != n
+            or not out.flags.c_contiguous
+            or not out.flags.writeable
+        ):
+            got = (
+                f"a {out.dtype} array of {out.size} element(s)"
+                if isinstance(out, np.ndarray)
+                else type(out).__name__
+            )
+            raise ValidationError(
+                f"out must be a writeable, C-contiguous int32 array of {n} elements; got {got}",
+                fix=f"pass np.empty({n}, np.int32) (or cupyx.empty_pinned(({n},), np.int32)).",
+            )
 
     async def khop(
         self, source: int, k: int, *, priority: int = 0, queue_timeout: float | None = None
@@ -317,11 +355,13 @@ class ResidentGraphSession:
             return int(await self._submit_one(query, priority, queue_timeout))
         return await self._on_replica(lambda r: self._count_on(r, source))
 
-    async def _levels_on(self, replica: GraphReplica, source: int, max_level: int) -> np.ndarray:
+    async def _levels_on(
+        self, replica: GraphReplica, source: int, max_level: int, out: np.ndarray | None = None
+    ) -> np.ndarray:
         n = self._graph.num_vertices
         async with traversal_run(replica, self._counters, n, self._is_open) as run:
             await traverse(replica, run, source, max_level, self._check_open)
-            return await replica.backend.read(run.levels)
+            return await replica.backend.read(run.levels, out=out)
 
     async def _count_on(
         self, replica: GraphReplica, source: int, max_level: int = UNLIMITED

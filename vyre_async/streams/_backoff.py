@@ -45,9 +45,13 @@ class Backoff:
         """Note progress (or new work) at ``now``: spin again, then sleep from the minimum."""
         self._since = now
 
-    def next_wait(self, now: float) -> float:
-        """Return how long to wait before the next poll; ``0.0`` means spin (yield only)."""
+    def next_wait(self, now: float, spin_s: float | None = None) -> float:
+        """Return how long to wait before the next poll; ``0.0`` means spin (yield only).
+
+        ``spin_s`` replaces the spin budget for this call (the watcher spins longer
+        while little is in flight).
+        """
         waited = now - self._since
-        if waited < self.spin_s:
+        if waited < (self.spin_s if spin_s is None else spin_s):
             return 0.0
         return min(self.max_sleep_s, max(self.min_sleep_s, waited * self.fraction))

@@ -1,0 +1,204 @@
+"""Where the host time of one resident traversal goes (issue 4 (b)), on one GPU.
+
+For ``session.reach_count`` on the R-MAT graph of bench/resident.py this records,
+per run: the wall time, the device time (timing events), the time spent inside
+``submit_repeated`` (Python enqueue), the moment the completion watcher finished the
+completion, and when the awaiting task got control back. From those:
+
+- ``submit_us``: enqueue cost on the host;
+- ``detect_us``: submit return to completion finished, minus the device time (how
+  late the watcher noticed the end, plus the launch latency);
+- ``resume_us``: completion finished to the traversal returning (wake-up, state
+  copy, session bookkeeping).
+
+Each variant of the watcher's waiting policy runs on the same sources; one cProfile
+of a variant shows the Python functions that cost the most.
+
+Usage: ``python bench/level_overhead.py --scale 22 --out out.json``
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import json
+import pstats
+import statistics
+import time
+from typing import Any
+
+import anyio
+import numpy as np
+
+import vyre_async as va
+from vyre_async.graphs import rmat
+
+RUNS = 24
+
+
+async def measure(session: Any, backend: Any, sources: list[int]) -> dict[str, float]:
+    """Median phases of ``reach_count`` over ``sources``."""
+    watcher = backend._watcher
+    finished: list[float] = []
+    submitted: list[tuple[float, float]] = []
+    original_finish = watcher._finish
+    original_submit = backend.submit_repeated
+
+    def stamped_finish(watch: Any, error: Any) -> None:
+        original_finish(watch, error)
+        finished.append(time.perf_counter())
+
+    def stamped_submit(*args: Any, **kwargs: Any) -> Any:
+        t0 = time.perf_counter()
+        pending = original_submit(*args, **kwargs)
+        submitted.append((t0, time.perf_counter()))
+        return pending
+
+    watcher._finish = stamped_finish
+    backend.submit_repeated = stamped_submit
+    rows = []
+    try:
+        for source in sources:
+            finished.clear()
+            submitted.clear()
+            before = session.stats()
+            t0 = time.perf_counter()
+            await session.reach_count(source)
+            t1 = time.perf_counter()
+            after = session.stats()
+            device = (after.device_ns - before.device_ns) / 1e9
+            levels = after.levels - before.levels
+            (s0, s1), done = submitted[-1], finished[-1]
+            rows.append(
+                {
+                    "wall_us": (t1 - t0) * 1e6,
+                    "device_us": device * 1e6,
+                    "levels": levels,
+                    "submissions": len(submitted),
+                    "before_submit_us": (s0 - t0) * 1e6,
+                    "submit_us": (s1 - s0) * 1e6,
+                    "detect_us": (done - s1 - device) * 1e6,
+                    "resume_us": (t1 - done) * 1e6,
+                    "overhead_us_per_level": (t1 - t0 - device) / levels * 1e6,
+                }
+            )
+    finally:
+        del watcher._finish
+        del backend.submit_repeated
+    return {key: statistics.median(r[key] for r in rows) for key in rows[0]}
+
+
+def time_calls(obj: Any, names: list[str], totals: dict[str, float], prefix: str) -> None:
+    """Wrap ``obj``'s methods ``names`` (on the instance) to add their wall time to ``totals``."""
+    for name in names:
+        method = getattr(obj, name)
+
+        def timed(*args: Any, _m: Any = method, _n: str = prefix + name, **kwargs: Any) -> Any:
+            t0 = time.perf_counter()
+            try:
+                return _m(*args, **kwargs)
+            finally:
+                totals[_n] = totals.get(_n, 0.0) + time.perf_counter() - t0
+
+        setattr(obj, name, timed)
+
+
+def time_driver_calls(device: Any, totals: dict[str, float]) -> None:
+    """Wrap ``device.call`` to add each driver function's wall time to ``totals``."""
+    call = device.call
+
+    def timed(fn: Any, *args: Any) -> Any:
+        t0 = time.perf_counter()
+        try:
+            return call(fn, *args)
+        finally:
+            name = "driver." + getattr(fn, "__name__", repr(fn))
+            totals[name] = totals.get(name, 0.0) + time.perf_counter() - t0
+
+    device.call = timed
+
+
+async def submit_breakdown(session: Any, backend: Any, sources: list[int]) -> dict[str, float]:
+    """Microseconds per traversal inside the enqueue path, by method and driver call."""
+    totals: dict[str, float] = {}
+    time_calls(
+        backend,
+        [
+            "submit_repeated",
+            "_bind_step",
+            "_plan_reads",
+            "_new_completion",
+            "_enqueue_sequence",
+            "_pending",
+            "_start",
+            "_launch_steps",
+            "_wait_for",
+            "_finish_on",
+            "_stream",
+            "telemetry",
+            "read",
+        ],
+        totals,
+        "backend.",
+    )
+    time_calls(backend._registry, ["reserve"], totals, "registry.")
+    time_calls(backend._graphs, ["launch"], totals, "graphs.")
+    time_calls(backend._pinned, ["acquire"], totals, "pinned.")
+    time_calls(backend._events, ["acquire_timing_pair", "acquire"], totals, "events.")
+    time_calls(backend._watcher, ["watch"], totals, "watcher.")
+    time_driver_calls(backend._cuda(), totals)
+    for s in sources:
+        await session.reach_count(s)
+    return {k: v / len(sources) * 1e6 for k, v in sorted(totals.items(), key=lambda kv: -kv[1])}
+
+
+async def main_async(scale: int) -> dict[str, Any]:
+    """Every variant on one backend and one session."""
+    graph = rmat(scale, 16, seed=1)
+    rng = np.random.default_rng(2)
+    candidates = np.flatnonzero(np.diff(graph.offsets) > 0)
+    sources = [int(s) for s in rng.choice(candidates, RUNS, replace=False)]
+    out: dict[str, Any] = {}
+    async with va.open_backend("cuda") as backend, backend.resident_graph(graph) as session:
+        for s in sources[:4]:
+            await session.reach_count(s)
+        watcher = backend._watcher
+        spin = watcher._backoff.spin_s
+        out["default"] = await measure(session, backend, sources)
+        watcher._backoff.spin_s = 5e-3
+        out["spin_5ms"] = await measure(session, backend, sources)
+        profile = cProfile.Profile()
+        profile.enable()
+        for _ in range(4):
+            for s in sources:
+                await session.reach_count(s)
+        profile.disable()
+        watcher._backoff.spin_s = spin
+        text = io.StringIO()
+        pstats.Stats(profile, stream=text).sort_stats("cumtime").print_stats("vyre_async", 40)
+        out["profile_spin_5ms"] = text.getvalue()
+        t0 = time.perf_counter()
+        for _ in range(8):
+            await session.bfs(sources[0])
+        out["bfs_wall_us"] = (time.perf_counter() - t0) / 8 * 1e6
+        watcher._backoff.spin_s = 5e-3
+        out["submit_breakdown_us"] = await submit_breakdown(session, backend, sources)
+    return out
+
+
+def main() -> None:
+    """Run and print."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--scale", type=int, default=22)
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args()
+    out = anyio.run(main_async, args.scale)
+    print(out.pop("profile_spin_5ms"))
+    print(json.dumps(out, indent=2))
+    with open(args.out, "w") as fh:
+        json.dump(out, fh, indent=2)
+
+
+if __name__ == "__main__":
+    main()
