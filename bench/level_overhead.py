@@ -153,6 +153,37 @@ async def submit_breakdown(session: Any, backend: Any, sources: list[int]) -> di
     return {k: v / len(sources) * 1e6 for k, v in sorted(totals.items(), key=lambda kv: -kv[1])}
 
 
+async def readback_ab(backend: Any, n: int) -> dict[str, float]:
+    """Median ms to read ``n`` int32 into a fresh array: ``backend.read`` vs the driver's
+    own pageable copy (``cuMemcpyDtoH`` into ``np.empty``, in a worker thread)."""
+    data = np.arange(n, dtype=np.int32)
+    buffer = await backend.upload(data)
+    device = backend._cuda()
+    pointer = backend._registry.storage(buffer).ptr
+
+    def driver_copy() -> np.ndarray:
+        device.make_current()
+        out = np.empty(n, np.int32)
+        device.call(device.driver.cuMemcpyDtoH, out.ctypes.data, pointer, out.nbytes)
+        return out
+
+    ours, driver = [], []
+    for _ in range(12):
+        t0 = time.perf_counter()
+        a = await backend.read(buffer)
+        ours.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        b = await anyio.to_thread.run_sync(driver_copy)
+        driver.append(time.perf_counter() - t0)
+        assert np.array_equal(a, data)
+        assert np.array_equal(b, data)
+    await backend.free(buffer)
+    return {
+        "backend_read_ms": statistics.median(ours[2:]) * 1e3,
+        "driver_pageable_copy_ms": statistics.median(driver[2:]) * 1e3,
+    }
+
+
 async def main_async(scale: int) -> dict[str, Any]:
     """Every variant on one backend and one session."""
     graph = rmat(scale, 16, seed=1)
@@ -182,6 +213,15 @@ async def main_async(scale: int) -> dict[str, Any]:
         for _ in range(8):
             await session.bfs(sources[0])
         out["bfs_wall_us"] = (time.perf_counter() - t0) / 8 * 1e6
+        out["readback_16mib"] = await readback_ab(backend, 1 << 22)
+        out["readback_64mib"] = await readback_ab(backend, 1 << 24)
+        import cupy as cp
+
+        a = cp.ones(1 << 26, cp.float32)
+        for _ in range(8):
+            a.copy()
+        cp.cuda.Device().synchronize()
+        out["default_after_cupy"] = await measure(session, backend, sources)
         watcher._backoff.spin_s = 5e-3
         out["submit_breakdown_us"] = await submit_breakdown(session, backend, sources)
     return out

@@ -783,7 +783,7 @@ class CudaBackend(BackendCore[DeviceAllocation]):
         device = self._cuda()
         if nbytes <= _INLINE_COPY_BYTES or not device.is_page_locked(out.ctypes.data, nbytes):
             (result,) = await self._read([plan])
-            await self._copy_into(out.reshape(-1), result)
+            await self._copy_into(out.reshape(-1).view(np.uint8), result)
             return
         # Page-locked: the device copies straight into the caller's array.
         completion = Completion()
