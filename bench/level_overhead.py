@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import gc
 import io
 import json
 import pstats
@@ -222,6 +223,15 @@ async def main_async(scale: int) -> dict[str, Any]:
             a.copy()
         cp.cuda.Device().synchronize()
         out["default_after_cupy"] = await measure(session, backend, sources)
+        for s in sources[:16]:  # bench/resident.py runs these BFS before its traversals
+            await session.bfs(s)
+        out["default_after_bfs_readbacks"] = await measure(session, backend, sources)
+        gc.collect()
+        gc.disable()
+        try:
+            out["default_gc_off"] = await measure(session, backend, sources)
+        finally:
+            gc.enable()
         watcher._backoff.spin_s = 5e-3
         out["submit_breakdown_us"] = await submit_breakdown(session, backend, sources)
     return out
