@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import datetime
 import gc
 import io
 import json
@@ -193,6 +194,9 @@ async def main_async(scale: int) -> dict[str, Any]:
     sources = [int(s) for s in rng.choice(candidates, RUNS, replace=False)]
     out: dict[str, Any] = {}
     async with va.open_backend("cuda") as backend, backend.resident_graph(graph) as session:
+        info = backend.device_info
+        out["device"] = {"name": info.name, "driver_version": info.driver_version}
+        out["date"] = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
         for s in sources[:4]:
             await session.reach_count(s)
         watcher = backend._watcher

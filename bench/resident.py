@@ -176,7 +176,7 @@ async def gpu_part(graph: CsrGraph, sources: list[int], damping: float) -> dict[
                 pinned_runs.append(time.perf_counter() - t0)
             # Traversals only: warmed up, then measured three times over the sources.
             # In one process the first few dozen ran ~1.8x slower on the host than
-            # later ones (bench/level_overhead.py, runs 22-23), so a median over 16
+            # later ones (bench/level_overhead.py, runs 25 and 27), so a median over 16
             # right after the BFS runs measured the warm-up.
             for s in sources * REACH_WARMUP_ROUNDS:
                 await session.reach_count(s)
