@@ -15,10 +15,11 @@ kernel keeps no core busy. Registering new work wakes it at once.
 While little is in flight (at most :data:`PRECISE_NAP_MAX_IN_FLIGHT` pieces), the
 backend's watcher spins longer, :data:`FEW_IN_FLIGHT_SPIN_S`: a resident traversal
 or a one-at-a-time dispatch loop then learns of its completion within microseconds
-instead of a nap later (on an H100, the default budget noticed a 1 ms traversal
-about 120 µs late). The cost is bounded: at most that budget of polling per
-completion, 1 % of a core while a 200 ms kernel runs. (CUDA's own default for a
-synchronizing host thread spins for the whole wait.)
+instead of a nap later (on an H100, the short budget noticed a 1 ms traversal about
+110 µs later than spinning did). The cost is bounded: at most that budget of polling
+per completion, about 1 % of a core while a 200 ms kernel runs (bench/dispatch.py
+(f) went from 4.9 % to 6.2 %). CUDA's own default for a synchronizing host thread
+spins for the whole wait.
 
 While little is in flight, naps under a millisecond sleep in a worker thread: the
 event loop's own timers wait in whole milliseconds (asyncio and trio both poll epoll
