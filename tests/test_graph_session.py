@@ -151,3 +151,20 @@ async def test_bfs_into_out_equals_scipy_and_refuses_a_misfit(
         ):
             with pytest.raises(va.ValidationError, match="Fix: "):
                 await session.bfs(0, out=misfit)
+
+
+async def test_pagerank_into_out_equals_the_reference_and_refuses_a_misfit(
+    rng: np.random.Generator,
+) -> None:
+    """pagerank(out=...) fills and returns the caller's float32 array."""
+    graph = GRAPH_SHAPES["rmat_skewed"](rng)
+    n = graph.num_vertices
+    async with va.open_backend("cpu") as backend, backend.resident_graph(graph) as session:
+        out = np.full(n, np.nan, np.float32)  # poisoned
+        got = await session.pagerank(damping=0.85, tol=1e-12, max_iter=400, out=out)
+        assert got is out
+        want = pagerank_float64(graph, 0.85)
+        assert np.max(np.abs(out - want)) <= 1e-5 * np.max(want)
+        for misfit in (np.zeros(n, np.float64), np.zeros(n - 1, np.float32)):
+            with pytest.raises(va.ValidationError, match="Fix: "):
+                await session.pagerank(out=misfit)

@@ -168,14 +168,19 @@ async def test_a_cancelled_read_into_page_locked_memory_returns_after_the_copy(
 async def test_bfs_into_page_locked_levels_equals_scipy(
     cuda: va.Backend, rng: np.random.Generator
 ) -> None:
-    """session.bfs(out=pinned) on a graph of over 1 MiB of levels equals SciPy."""
+    """bfs(out=pinned) equals SciPy and pagerank(out=pinned) the same run into a new array."""
     if cupyx is None:
         pytest.skip("CuPy (which allocates the page-locked array) is not installed")
     graph = rmat(19, 8, seed=int(rng.integers(2**31)))
     n = graph.num_vertices
     pinned = await anyio.to_thread.run_sync(cupyx.empty_pinned, (n,), np.int32)
+    ranks = await anyio.to_thread.run_sync(cupyx.empty_pinned, (n,), np.float32)
+    ranks[:] = np.nan
     async with cuda.resident_graph(graph) as session:
         for source in rng.integers(0, n, 3).tolist():
             pinned[:] = 0x5EED
             assert await session.bfs(int(source), out=pinned) is pinned
             np.testing.assert_array_equal(pinned, scipy_levels(graph, int(source)))
+        assert await session.pagerank(max_iter=30, out=ranks) is ranks
+        again = await session.pagerank(max_iter=30)  # float atomics: last bits may differ
+        np.testing.assert_allclose(ranks, again, rtol=1e-4, atol=1e-10)

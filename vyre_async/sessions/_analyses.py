@@ -113,8 +113,9 @@ async def pagerank_on(
     params: tuple[float, float, int],
     check: Callable[[], None],
     keep: Callable[[], bool],
+    out: np.ndarray | None = None,
 ) -> np.ndarray:
-    """Pull PageRank (``params`` = damping, tol, max_iter) on one replica."""
+    """Pull PageRank (``params`` = damping, tol, max_iter) on one replica (into ``out``)."""
     damping, tol, max_iter = params
     backend = replica.backend
     before = backend.telemetry()
@@ -178,7 +179,7 @@ async def pagerank_on(
             check=check,
         )
         iterations = int(words[_pagerank.STATE_ITERATIONS])
-        ranks = await backend.read(rank_b if iterations % 2 else rank_a)
+        ranks = await backend.read(rank_b if iterations % 2 else rank_a, out=out)
     finally:
         if keep() and replica.lost is None:
             replica.free_pr.append(scratch)

@@ -296,7 +296,7 @@ class ResidentGraphSession:
         """
         source = self._checked(source)
         if out is not None:
-            self._check_levels_out(out)
+            self._check_vertex_out(out, np.dtype(np.int32))
         if self._batcher is not None:
             query = TraversalQuery(id=0, source=source)
             levels: np.ndarray = await self._submit_one(query, priority, queue_timeout)
@@ -306,11 +306,12 @@ class ResidentGraphSession:
             return out
         return await self._on_replica(lambda r: self._levels_on(r, source, UNLIMITED, out))
 
-    def _check_levels_out(self, out: object) -> None:
+    def _check_vertex_out(self, out: object, dtype: np.dtype[Any]) -> None:
+        """Refuse an ``out`` that is not a writeable C-contiguous ``dtype`` array of V."""
         n = self._graph.num_vertices
         if (
             not isinstance(out, np.ndarray)
-            or out.dtype != np.int32
+            or out.dtype != dtype
             or out.size != n
             or not out.flags.c_contiguous
             or not out.flags.writeable
@@ -321,8 +322,8 @@ class ResidentGraphSession:
                 else type(out).__name__
             )
             raise ValidationError(
-                f"out must be a writeable, C-contiguous int32 array of {n} elements; got {got}",
-                fix=f"pass np.empty({n}, np.int32) (or cupyx.empty_pinned(({n},), np.int32)).",
+                f"out must be a writeable, C-contiguous {dtype} array of {n} elements; got {got}",
+                fix=f"pass np.empty({n}, np.{dtype}) (or cupyx.empty_pinned(({n},), np.{dtype})).",
             )
 
     async def khop(
@@ -372,7 +373,12 @@ class ResidentGraphSession:
         return int(words[_bfs.STATE_REACHED])
 
     async def pagerank(
-        self, damping: float = 0.85, tol: float = 1e-6, max_iter: int = 100
+        self,
+        damping: float = 0.85,
+        tol: float = 1e-6,
+        max_iter: int = 100,
+        *,
+        out: np.ndarray | None = None,
     ) -> np.ndarray:
         """PageRank by pull iteration in float32; dangling mass spread uniformly.
 
@@ -380,11 +386,19 @@ class ResidentGraphSession:
             damping: Probability of following an edge, in (0, 1).
             tol: Stop once the L1 change of one iteration is below ``tol``.
             max_iter: Stop after this many iterations at the latest.
+            out: Write the ranks into this float32 array of ``num_vertices`` elements
+                and return it (page-locked: straight from the device, as for
+                :meth:`bfs`).
 
         Returns:
             float32 ranks summing to 1.
+
+        Raises:
+            ValidationError: A parameter is out of range, or ``out`` does not fit.
         """
         self._check_open()
+        if out is not None:
+            self._check_vertex_out(out, np.dtype(np.float32))
         if not 0.0 < damping < 1.0:
             raise ValidationError(
                 f"damping must be in (0, 1), got {damping}", fix="pass e.g. damping=0.85."
@@ -397,7 +411,9 @@ class ResidentGraphSession:
             )
         n, params = self._graph.num_vertices, (damping, tol, max_iter)
         return await self._on_replica(
-            lambda r: pagerank_on(r, self._counters, n, params, self._check_open, self._is_open)
+            lambda r: pagerank_on(
+                r, self._counters, n, params, self._check_open, self._is_open, out
+            )
         )
 
     async def bfs_many(
