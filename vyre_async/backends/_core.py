@@ -42,8 +42,6 @@ Enqueued = tuple[Callable[[], Any], Callable[[], None] | None]
 _DEFAULT_CONFIG = DispatchConfig()
 #: Bound sequence steps remembered per backend (sessions repeat the same steps).
 _BOUND_STEP_CACHE = 4096
-#: Host copies larger than this run in a worker thread, off the event loop.
-_INLINE_COPY_BYTES = 1 << 20
 #: Seconds a closing backend waits for unfinished work before it gives up on it.
 CLOSE_DEADLINE_S = 30.0
 
@@ -448,7 +446,7 @@ class BackendCore(ABC, Generic[S]):
             return result
         self._check_open()
         (plan,) = self._plan_reads([ReadRange(buffer, offset, count)])
-        check_read_target(out, buffer, plan[3])
+        check_out(out, buffer.dtype, plan[3])
         writer = self._registry.last_write(buffer)
         if writer is not None:
             await _quietly(writer)
@@ -622,45 +620,32 @@ class BackendCore(ABC, Generic[S]):
     async def _read(self, plans: list[ReadPlan]) -> list[np.ndarray]:
         """Copy the planned ranges back as new arrays."""
 
+    @abstractmethod
     async def _read_into(self, plan: ReadPlan, out: np.ndarray) -> None:
-        """Copy one planned range into ``out`` (checked to fit); backends may do better."""
-        (result,) = await self._read([plan])
-        flat = out.reshape(-1)
-        if result.nbytes > _INLINE_COPY_BYTES:
-            await anyio.to_thread.run_sync(np.copyto, flat, result)
-        else:
-            np.copyto(flat, result)
+        """Copy one planned range into ``out`` (already checked to fit)."""
 
     @abstractmethod
     def _release(self, storage: S) -> None:
         """Return idle storage to its pool."""
 
 
-def check_read_target(out: object, buffer: ResidentBuffer, count: int) -> None:
-    """Refuse an ``out`` array that a read of ``count`` elements of ``buffer`` cannot fill.
+def check_out(out: object, dtype: np.dtype[Any], count: int) -> None:
+    """Refuse an ``out`` that is not a writeable, C-contiguous ``dtype`` array of ``count``.
 
     Raises:
-        ValidationError: Not an array, not writeable or C-contiguous, wrong dtype or size.
+        ValidationError: Naming what does not fit; nothing has been written.
     """
+    fix = f"pass np.empty({count}, np.{dtype}) (or cupyx.empty_pinned(({count},), np.{dtype}))."
     if not isinstance(out, np.ndarray):
+        raise ValidationError(f"out must be a NumPy array, got {type(out).__name__}", fix=fix)
+    if out.dtype != dtype or out.size != count:
         raise ValidationError(
-            f"out must be a NumPy array, got {type(out).__name__}",
-            fix=f"pass np.empty({count}, np.{buffer.dtype}) or leave out=None.",
-        )
-    if out.dtype != buffer.dtype:
-        raise ValidationError(
-            f"out has dtype {out.dtype}; resident buffer {buffer.id} holds {buffer.dtype}",
-            fix=f"allocate out with dtype np.{buffer.dtype}.",
-        )
-    if out.size != count:
-        raise ValidationError(
-            f"out holds {out.size} element(s); the read returns {count}",
-            fix=f"allocate out with exactly {count} element(s), or read a range that size.",
+            f"out is a {out.dtype} array of {out.size} element(s); this needs {dtype} and {count}",
+            fix=fix,
         )
     if not out.flags.c_contiguous or not out.flags.writeable:
         raise ValidationError(
-            "out must be a writeable, C-contiguous array",
-            fix="allocate it with np.empty (or cupyx.empty_pinned), not as a view or slice.",
+            "out must be a writeable, C-contiguous array, not a view or slice", fix=fix
         )
 
 

@@ -592,11 +592,15 @@ class CudaBackend(BackendCore[DeviceAllocation]):
         enqueue: Callable[[Any], None],
         on_done: Callable[[], None],
         on_abandon: Callable[[], None] | None = None,
+        *,
+        settle: bool = False,
     ) -> None:
         """Enqueue copies on a stream and wait for them without blocking the loop.
 
         ``on_done`` runs when the copies end. If the wait is cancelled or fails,
-        ``on_abandon`` runs too, once the copies have ended (never earlier).
+        ``on_abandon`` runs too, once the copies have ended (never earlier). With
+        ``settle`` a cancelled wait returns only once the copies have ended: for copies
+        into the caller's memory, which must not change after the call returns.
         """
         completion = Completion()
         key, stream = self._stream()
@@ -614,6 +618,9 @@ class CudaBackend(BackendCore[DeviceAllocation]):
         except BaseException:
             if on_abandon is not None:
                 completion.add_done_callback(on_abandon)
+            if settle:
+                with anyio.CancelScope(shield=True):
+                    await _quietly(completion)
             raise
 
     async def _to_pinned(self, data: np.ndarray) -> PinnedBuffer:
@@ -785,10 +792,9 @@ class CudaBackend(BackendCore[DeviceAllocation]):
             (result,) = await self._read([plan])
             await self._copy_into(out.reshape(-1).view(np.uint8), result)
             return
+
         # Page-locked: the device copies straight into the caller's array.
-        completion = Completion()
-        key, stream = self._stream()
-        try:
+        def enqueue(stream: Any) -> None:
             device.call(
                 device.driver.cuMemcpyDtoHAsync,
                 out.ctypes.data,
@@ -796,17 +802,8 @@ class CudaBackend(BackendCore[DeviceAllocation]):
                 nbytes,
                 stream,
             )
-            self._finish_on(key, stream, completion, functools.partial(_keep_alive, out))
-        except BaseException:
-            self._sync_after_failure(stream)
-            raise
-        try:
-            await completion.wait()
-        except BaseException:
-            # The copy writes into the caller's array: return only once it stopped.
-            with anyio.CancelScope(shield=True):
-                await _quietly(completion)
-            raise
+
+        await self._stream_op(enqueue, functools.partial(_keep_alive, out), settle=True)
 
     async def _read_in_pieces(
         self, plans: list[ReadPlan], sizes: list[int], offsets: list[int]

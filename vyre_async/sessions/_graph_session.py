@@ -25,6 +25,7 @@ import numpy as np
 
 from .._groups import sole_vyre_error
 from ..backends import Backend
+from ..backends._core import check_out
 from ..errors import DeviceLostError, LifecycleError, ValidationError
 from ..graphs import CsrGraph
 from ..kernels import _bfs
@@ -296,7 +297,7 @@ class ResidentGraphSession:
         """
         source = self._checked(source)
         if out is not None:
-            self._check_vertex_out(out, np.dtype(np.int32))
+            check_out(out, np.dtype(np.int32), self._graph.num_vertices)
         if self._batcher is not None:
             query = TraversalQuery(id=0, source=source)
             levels: np.ndarray = await self._submit_one(query, priority, queue_timeout)
@@ -305,26 +306,6 @@ class ResidentGraphSession:
             np.copyto(out.reshape(-1), levels)
             return out
         return await self._on_replica(lambda r: self._levels_on(r, source, UNLIMITED, out))
-
-    def _check_vertex_out(self, out: object, dtype: np.dtype[Any]) -> None:
-        """Refuse an ``out`` that is not a writeable C-contiguous ``dtype`` array of V."""
-        n = self._graph.num_vertices
-        if (
-            not isinstance(out, np.ndarray)
-            or out.dtype != dtype
-            or out.size != n
-            or not out.flags.c_contiguous
-            or not out.flags.writeable
-        ):
-            got = (
-                f"a {out.dtype} array of {out.size} element(s)"
-                if isinstance(out, np.ndarray)
-                else type(out).__name__
-            )
-            raise ValidationError(
-                f"out must be a writeable, C-contiguous {dtype} array of {n} elements; got {got}",
-                fix=f"pass np.empty({n}, np.{dtype}) (or cupyx.empty_pinned(({n},), np.{dtype})).",
-            )
 
     async def khop(
         self, source: int, k: int, *, priority: int = 0, queue_timeout: float | None = None
@@ -398,7 +379,7 @@ class ResidentGraphSession:
         """
         self._check_open()
         if out is not None:
-            self._check_vertex_out(out, np.dtype(np.float32))
+            check_out(out, np.dtype(np.float32), self._graph.num_vertices)
         if not 0.0 < damping < 1.0:
             raise ValidationError(
                 f"damping must be in (0, 1), got {damping}", fix="pass e.g. damping=0.85."

@@ -256,9 +256,7 @@ class CompletionWatcher:
                 await anyio.lowlevel.checkpoint()  # let the woken waiters run
                 continue
             few = self.in_flight <= PRECISE_NAP_MAX_IN_FLIGHT
-            wait = self._backoff.next_wait(
-                self._clock(), self._few_spin_s if few else self._backoff.spin_s
-            )
+            wait = self._backoff.next_wait(self._clock(), self._few_spin_s if few else None)
             if wait <= 0.0:
                 await anyio.lowlevel.checkpoint()
             else:
