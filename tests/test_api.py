@@ -97,9 +97,11 @@ async def test_telemetry_counts_and_resets(rng: np.random.Generator) -> None:
         assert t.bytes_uploaded == x.nbytes
         assert t.bytes_downloaded == x.nbytes
         assert (t.resident_buffers_live, t.resident_bytes_live) == (1, x.nbytes)
+        assert backend.activity() == va.Activity(t.sync_points, 1, x.nbytes)
         backend.reset_telemetry()
         t = backend.telemetry()
         assert (t.dispatches, t.bytes_uploaded, t.resident_buffers_live) == (0, 0, 1)
+        assert backend.activity() == (0, 0, 0)
         await backend.free(buf)
 
 

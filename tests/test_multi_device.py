@@ -29,6 +29,10 @@ async def test_a_list_of_devices_opens_a_multi_device_backend_that_refuses_one_d
         for device in backend.devices:
             await device.dispatch(va.kernels.axpy, {"x": x, "y": x}, a=1.0)
         assert backend.telemetry().dispatches == 2
+        first, second = (d.activity() for d in backend.devices)
+        summed = (a + b for a, b in zip(first, second, strict=True))
+        assert backend.activity() == va.Activity(*summed)
+        assert backend.activity().kernel_launches == 2
     assert all(d.state is va.BackendState.CLOSED for d in backend.devices)
 
 

@@ -44,12 +44,14 @@ from .sessions import SessionStats as SessionStats
 from .streams import DispatchTiming as DispatchTiming
 from .streams import PendingDispatch as PendingDispatch
 from .streams import TimedResult as TimedResult
+from .telemetry import Activity as Activity
 from .telemetry import TelemetrySnapshot as TelemetrySnapshot
 from .telemetry import to_prometheus_text as to_prometheus_text
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "Activity",
     "Backend",
     "BackendState",
     "BatchingConfig",

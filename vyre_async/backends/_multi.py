@@ -19,7 +19,7 @@ import anyio
 import msgspec
 
 from ..errors import UnsupportedFeatureError
-from ..telemetry import TelemetrySnapshot
+from ..telemetry import Activity, TelemetrySnapshot
 from ._core import BackendState
 from ._protocol import Backend
 
@@ -80,6 +80,11 @@ class MultiDeviceBackend:
             key: sum(s[key] for s in snapshots) for key in snapshots[0] if key not in _TEXT_FIELDS
         }
         return TelemetrySnapshot(backend=self.kind, device=self.device_name, **total)
+
+    def activity(self) -> Activity:
+        """The devices' activity counters added up."""
+        each = [d.activity() for d in self._devices]
+        return Activity(*(sum(column) for column in zip(*each, strict=True)))
 
     def reset_telemetry(self) -> None:
         """Zero every device's activity counters."""

@@ -13,7 +13,7 @@ import numpy as np
 
 from ..kernels._kernel import Kernel
 from ..streams._pending import PendingDispatch
-from ..telemetry import TelemetrySnapshot
+from ..telemetry import Activity, TelemetrySnapshot
 from ._config import DispatchConfig
 from ._core import BackendState
 from ._resident import ResidentBuffer
@@ -152,6 +152,10 @@ class Backend(Protocol):
 
     def telemetry(self) -> TelemetrySnapshot:
         """A frozen snapshot of the counters."""
+        ...
+
+    def activity(self) -> Activity:
+        """The activity counters a run's statistics need, without a full snapshot."""
         ...
 
     def reset_telemetry(self) -> None:

@@ -20,7 +20,7 @@ from ..kernels import MSBFS_MAX_WORDS, _bfs, _pagerank
 from ._multi_query import MultiSourceTraversal
 from ._planner import TraversalQuery, plan_multi_query
 from ._repeat import run_until_done
-from ._replica import GraphReplica
+from ._replica import BfsScratch, GraphReplica
 from ._stats import RunCounters
 
 #: ``max_level`` of a traversal limited only by the graph.
@@ -30,15 +30,19 @@ DEFAULT_QUERY_BUDGET = 4 << 30
 
 
 class TraversalRun:
-    """One traversal's scratch buffers and how many levels it ran."""
+    """One traversal's scratch and how many levels it ran."""
 
-    __slots__ = ("device_ns", "levels", "levels_run", "state")
+    __slots__ = ("device_ns", "levels_run", "scratch")
 
-    def __init__(self, levels: ResidentBuffer, state: ResidentBuffer) -> None:
-        self.levels = levels
-        self.state = state
+    def __init__(self, scratch: BfsScratch) -> None:
+        self.scratch = scratch
         self.levels_run = 0
         self.device_ns = 0
+
+    @property
+    def levels(self) -> ResidentBuffer:
+        """The levels buffer the traversal fills."""
+        return self.scratch.levels
 
 
 @asynccontextmanager
@@ -51,39 +55,26 @@ async def traversal_run(
     (the session is still open).
     """
     backend = replica.backend
-    before = backend.telemetry()
+    before = backend.activity()
     started = time.perf_counter_ns()
-    levels, state, reused = await replica.bfs_scratch(num_vertices)
+    scratch, reused = await replica.bfs_scratch(num_vertices)
     counters.scratch_reused += reused
-    run = TraversalRun(levels, state)
+    run = TraversalRun(scratch)
     try:
         yield run
     finally:
         if keep() and replica.lost is None:
-            replica.free_bfs.append((levels, state))
+            replica.free_bfs.append(scratch)
     counters.add_run(
-        before, backend.telemetry(), run.levels_run, time.perf_counter_ns() - started, run.device_ns
+        before, backend.activity(), run.levels_run, time.perf_counter_ns() - started, run.device_ns
     )
 
 
-async def traverse(
-    replica: GraphReplica,
-    run: TraversalRun,
-    source: int,
-    max_level: int,
-    check: Callable[[], None],
-) -> np.ndarray:
-    """Direction-optimizing BFS from ``source`` into ``run``; returns the state words."""
+def _level_steps(replica: GraphReplica, scratch: BfsScratch) -> list[SequenceStep]:
+    """One direction-optimizing level: top-down, bottom-up, then the switch and advance."""
     b = replica.buffers
-    levels, state = run.levels, run.state
-    prefix = [
-        SequenceStep(
-            _bfs.bfs_init,
-            {"levels": levels, "state": state},
-            {"source": int(source), "max_level": max_level},
-        )
-    ]
-    body = [
+    levels, state = scratch.levels, scratch.state
+    return [
         SequenceStep(
             _bfs.bfs_top_down,
             {"offsets": b["offsets"], "indices": b["indices"], "levels": levels, "state": state},
@@ -99,8 +90,28 @@ async def traverse(
         ),
         SequenceStep(_bfs.bfs_advance, {"levels": levels, "state": state}, {"bottom_up": 1}),
     ]
+
+
+async def traverse(
+    replica: GraphReplica,
+    run: TraversalRun,
+    source: int,
+    max_level: int,
+    check: Callable[[], None],
+) -> np.ndarray:
+    """Direction-optimizing BFS from ``source`` into ``run``; returns the state words."""
+    scratch = run.scratch
+    if not scratch.body:
+        scratch.body = _level_steps(replica, scratch)
+    prefix = [
+        SequenceStep(
+            _bfs.bfs_init,
+            {"levels": scratch.levels, "state": scratch.state},
+            {"source": int(source), "max_level": max_level},
+        )
+    ]
     words, run.device_ns = await run_until_done(
-        replica.backend, prefix, body, state, _bfs.STATE_DONE, check=check
+        replica.backend, prefix, scratch.body, scratch.state, _bfs.STATE_DONE, check=check
     )
     run.levels_run = int(words[_bfs.STATE_LEVELS_RUN])
     return words
@@ -118,7 +129,7 @@ async def pagerank_on(
     """Pull PageRank (``params`` = damping, tol, max_iter) on one replica (into ``out``)."""
     damping, tol, max_iter = params
     backend = replica.backend
-    before = backend.telemetry()
+    before = backend.activity()
     started = time.perf_counter_ns()
     scratch, reused = await replica.pr_scratch(num_vertices)
     counters.scratch_reused += reused
@@ -184,7 +195,7 @@ async def pagerank_on(
         if keep() and replica.lost is None:
             replica.free_pr.append(scratch)
     counters.add_run(
-        before, backend.telemetry(), iterations, time.perf_counter_ns() - started, device_ns
+        before, backend.activity(), iterations, time.perf_counter_ns() - started, device_ns
     )
     return ranks
 
@@ -212,13 +223,13 @@ async def traverse_many(
         max_words=MSBFS_MAX_WORDS,
     )
     backend = replica.backend
-    before = backend.telemetry()
+    before = backend.activity()
     started = time.perf_counter_ns()
     runner = MultiSourceTraversal(backend, replica.buffers, num_vertices)
     rows = [await runner.run(chunk) for chunk in plan.chunks]
     counters.add_run(
         before,
-        backend.telemetry(),
+        backend.activity(),
         runner.levels,
         time.perf_counter_ns() - started,
         runner.device_ns,

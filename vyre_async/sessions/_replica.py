@@ -12,10 +12,25 @@ from collections.abc import Mapping
 import anyio
 import numpy as np
 
-from ..backends import Backend, BackendState, ResidentBuffer
+from ..backends import Backend, BackendState, ResidentBuffer, SequenceStep
 from ..errors import OutOfMemoryError
 from ..graphs import CsrGraph
 from ..kernels import _bfs, _pagerank
+
+
+class BfsScratch:
+    """A traversal's levels and state buffers, and the level steps over them.
+
+    The steps are built once, by the first traversal that uses the scratch: a
+    backend then finds them already bound when later traversals submit them again.
+    """
+
+    __slots__ = ("body", "levels", "state")
+
+    def __init__(self, levels: ResidentBuffer, state: ResidentBuffer) -> None:
+        self.levels = levels
+        self.state = state
+        self.body: list[SequenceStep] = []
 
 
 class GraphReplica:
@@ -30,7 +45,7 @@ class GraphReplica:
         self.backend = backend
         self.index = index
         self.buffers: dict[str, ResidentBuffer] = {}
-        self.free_bfs: list[tuple[ResidentBuffer, ResidentBuffer]] = []
+        self.free_bfs: list[BfsScratch] = []
         self.free_pr: list[tuple[ResidentBuffer, ...]] = []
         self.scratch: list[ResidentBuffer] = []
         self.graph_bytes = 0
@@ -63,15 +78,14 @@ class GraphReplica:
         self.graph_bytes = after.bytes_uploaded - before.bytes_uploaded
         self.graph_allocations = after.resident_allocations - before.resident_allocations
 
-    async def bfs_scratch(self, num_vertices: int) -> tuple[ResidentBuffer, ResidentBuffer, bool]:
+    async def bfs_scratch(self, num_vertices: int) -> tuple[BfsScratch, bool]:
         """Levels and state buffers for one traversal; ``True`` when reused."""
         if self.free_bfs:
-            levels, state = self.free_bfs.pop()
-            return levels, state, True
+            return self.free_bfs.pop(), True
         levels = await self.backend.alloc(4 * num_vertices, np.int32)
         state = await self.backend.alloc(4 * _bfs.STATE_WORDS, np.int32)
         self.scratch += [levels, state]
-        return levels, state, False
+        return BfsScratch(levels, state), False
 
     async def pr_scratch(self, num_vertices: int) -> tuple[tuple[ResidentBuffer, ...], bool]:
         """Two rank buffers, the shares buffer and the state; ``True`` when reused."""

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import msgspec
 
-from ..telemetry import TelemetrySnapshot
+from ..telemetry import Activity
 
 
 class SessionStats(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """What a resident-graph session did and avoided, from the backend's counters.
 
-    Every field is a difference of telemetry snapshots (taken around the upload and
-    around each run), not a constant: a session that re-uploaded or synced per level
+    Every field is a difference of the backend's counters (a telemetry snapshot
+    around the upload, :meth:`~vyre_async.Backend.activity` around each run), not a
+    constant: a session that re-uploaded or synced per level
     would show it here.
 
     Attributes:
@@ -71,13 +72,13 @@ class RunCounters:
 
     def add_run(
         self,
-        before: TelemetrySnapshot,
-        after: TelemetrySnapshot,
+        before: Activity,
+        after: Activity,
         levels: int,
         wall_ns: int,
         device_ns: int,
     ) -> None:
-        """Record one run from snapshots taken just before and after it.
+        """Record one run from the activity counters read just before and after it.
 
         Runs that overlap in time share the backend's counters; each then also counts
         the others' activity in its window, so totals are exact for sequential runs
