@@ -35,7 +35,7 @@ from ..streams._pending import Completion
 from ..streams._watcher import CompletionWatcher
 from ._config import DispatchConfig
 from ._core import BackendCore, Enqueued, ReadPlan, _quietly
-from ._cuda_graphs import GRAPH_MIN_LAUNCHES, BodyGraphs, body_key
+from ._cuda_graphs import GRAPH_MIN_LAUNCHES, BodyGraphs, StepPlans
 from ._cuda_launch import KernelCache, LoadedKernel
 from ._cuda_readback import COPY_THREADS, copy_out_pieces, plan_read_pieces
 from ._cuda_staging import COPY_PAD, StagingPlan, fill_inputs, plan_staging, take_outputs
@@ -130,6 +130,7 @@ class CudaBackend(BackendCore[DeviceAllocation]):
         self._recorded: dict[int, Any] = {}  # id(completion) -> its recorded event
         self._uncollected: set[_StagedOutputs] = set()
         self._plans: dict[tuple[Any, ...], StagingPlan] = {}
+        self._step_plans = StepPlans()
         self._slab_of: dict[int, _Slab] = {}  # id(member view) -> its slab
         self._next_stream = itertools.count()
         self._baseline = (0, 0)
@@ -507,21 +508,10 @@ class CudaBackend(BackendCore[DeviceAllocation]):
         pinned = self._pinned.acquire(total) if total else None
         kernels = [c.kernel for c in (*prefix, *repeated)]
 
-        def steps_of(
-            calls: list[BoundCall[ResidentBuffer]],
-        ) -> list[tuple[BoundCall[Any], dict[str, int], list[tuple[int, int]]]]:
-            out = []
-            for c in calls:
-                ptrs = {name: self._registry.storage(b).ptr for name, b in c.buffers.items()}
-                clears = [
-                    (ptrs[p.name], c.lengths[p.name] * p.dtype.itemsize)
-                    for p in c.kernel.buffer_params
-                    if p.role == "out"
-                ]
-                out.append((c, ptrs, clears))
-            return out
-
-        prefix_steps, repeated_steps = steps_of(prefix), steps_of(repeated)
+        step_plans = self._step_plans
+        pointer_of = self._pointer_of
+        prefix_steps = [step_plans.plan(c, pointer_of) for c in prefix]
+        repeated_steps = [step_plans.plan(c, pointer_of) for c in repeated]
 
         def enqueue() -> None:
             device = self._cuda()
@@ -546,7 +536,7 @@ class CudaBackend(BackendCore[DeviceAllocation]):
                     c.launch.empty for c, _, _ in repeated_steps
                 )
                 if not graphable or not self._graphs.launch(
-                    body_key(repeated_steps, repeat_count), record, stream
+                    step_plans.body_key(repeated_steps, repeat_count), record, stream
                 ):
                     record(stream)
                 if timing is not None:
@@ -724,6 +714,9 @@ class CudaBackend(BackendCore[DeviceAllocation]):
             )
 
         await self._stream_op(enqueue, lambda: self._pinned.release(pinned))
+
+    def _pointer_of(self, buffer: ResidentBuffer) -> int:
+        return int(self._registry.storage(buffer).ptr)
 
     def _launch_steps(self, steps: list[Any], loaded: dict[int, LoadedKernel], stream: Any) -> None:
         """Enqueue steps once each: their output clears, then their launches."""

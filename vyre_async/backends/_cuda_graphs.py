@@ -19,6 +19,7 @@ plain launches.
 
 from __future__ import annotations
 
+import itertools
 from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any
@@ -38,21 +39,74 @@ GRAPH_CACHE_SIZE = 64
 Step = tuple[BoundCall[Any], dict[str, int], list[tuple[int, int]]]
 
 
-def body_key(steps: Sequence[Step], repeat_count: int) -> Hashable:
-    """What makes two submissions of a body the same graph."""
+def _step_key(step: Step) -> Hashable:
+    """What makes two launches of a step the same graph node."""
+    call, pointers, clears = step
     return (
-        repeat_count,
-        tuple(
-            (
-                id(call.kernel),
-                tuple(sorted(pointers.items())),
-                tuple((name, value.item()) for name, value in call.scalars.items()),
-                call.launch,
-                tuple(clears),
-            )
-            for call, pointers, clears in steps
-        ),
+        id(call.kernel),
+        tuple(sorted(pointers.items())),
+        tuple((name, value.item()) for name, value in call.scalars.items()),
+        call.launch,
+        tuple(clears),
     )
+
+
+class StepPlans:
+    """Each bound sequence step's pointers, output clears and graph key, made once.
+
+    A backend hands out the same bound call for the same step (see
+    ``BackendCore._bind_step``), so what a launch needs besides the call (device
+    pointers, the outputs to clear) and the key of the graph it may be part of are
+    worked out on first sight and found by identity afterwards: building a body's
+    key from its contents cost about 10 us per submission. A pointer stays right for
+    as long as its buffer lives, and a submission's buffers were checked to be live
+    (reserved) before their steps are planned.
+
+    Args:
+        capacity: Plans kept at most; all are dropped when it is reached.
+    """
+
+    def __init__(self, capacity: int = 4096) -> None:
+        self._capacity = capacity
+        self._plans: dict[int, Step] = {}  # id(call) -> its step (holding the call)
+        self._numbers: dict[int, int] = {}  # id(call) -> number of its step's key
+        self._by_key: dict[Hashable, int] = {}  # step key -> number
+        self._next = itertools.count()
+
+    def plan(self, call: BoundCall[Any], pointer_of: Callable[[Any], int]) -> Step:
+        """The step of ``call``, its buffers' pointers from ``pointer_of(buffer)``."""
+        step = self._plans.get(id(call))
+        if step is not None and step[0] is call:
+            return step
+        pointers = {name: pointer_of(b) for name, b in call.buffers.items()}
+        clears = [
+            (pointers[p.name], call.lengths[p.name] * p.dtype.itemsize)
+            for p in call.kernel.buffer_params
+            if p.role == "out"
+        ]
+        step = (call, pointers, clears)
+        if len(self._plans) >= self._capacity:
+            # Numbers are never reused, so graphs keyed by dropped ones just miss.
+            self._plans.clear()
+            self._numbers.clear()
+            self._by_key.clear()
+        self._plans[id(call)] = step
+        return step
+
+    def body_key(self, steps: Sequence[Step], repeat_count: int) -> Hashable:
+        """What makes two submissions of a body (planned steps) the same graph."""
+        return (repeat_count, tuple(self._number(step) for step in steps))
+
+    def _number(self, step: Step) -> int:
+        number = self._numbers.get(id(step[0]))
+        if number is None:
+            key = _step_key(step)
+            number = self._by_key.get(key)
+            if number is None:
+                number = self._by_key[key] = next(self._next)
+            if self._plans.get(id(step[0])) is step:  # held: its id stays its own
+                self._numbers[id(step[0])] = number
+        return number
 
 
 class BodyGraphs:

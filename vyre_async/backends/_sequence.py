@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
 from ..errors import ValidationError
 from ..kernels._kernel import BoundCall, Kernel
@@ -11,9 +13,14 @@ from ..kernels._signature import Scalar
 from ._resident import ResidentBuffer
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, weakref_slot=True)
 class SequenceStep:
     """One kernel launch inside a resident sequence.
+
+    A step is immutable: its mappings are copied into read-only ones when it is
+    made, so a backend may keep the binding of a step it has seen and reuse it when
+    the same step object is submitted again (a session submits its level steps
+    traversal after traversal).
 
     Args:
         kernel: The kernel to launch.
@@ -25,6 +32,12 @@ class SequenceStep:
     kernel: Kernel
     buffers: Mapping[str, ResidentBuffer]
     scalars: Mapping[str, Scalar] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # A step that is not a mapping pair is reported by bind_step, with its index.
+        with contextlib.suppress(TypeError, ValueError):
+            object.__setattr__(self, "buffers", MappingProxyType(dict(self.buffers)))
+            object.__setattr__(self, "scalars", MappingProxyType(dict(self.scalars)))
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,89 @@
+"""Sequence steps are immutable, and backends reuse their bindings and launch plans."""
+
+from __future__ import annotations
+
+import gc
+
+import numpy as np
+import numpy.testing  # imported here: a lazy import inside a test reads files
+import pytest
+
+import vyre_async as va
+from vyre_async.backends._cuda_graphs import StepPlans
+from vyre_async.kernels import axpy, sum_reduce
+
+
+async def test_a_step_keeps_the_mappings_it_was_made_with(rng: np.random.Generator) -> None:
+    """Changing the caller's dicts after making a step changes neither it nor its runs."""
+    x = rng.standard_normal(64).astype(np.float32)
+    y = rng.standard_normal(64).astype(np.float32)
+    async with va.open_backend("cpu") as backend:
+        xb, yb, other = [await backend.upload(a) for a in (x, y, np.zeros(64, np.float32))]
+        buffers = {"x": xb, "y": yb}
+        scalars = {"a": 2.0}
+        step = va.SequenceStep(axpy, buffers, scalars)
+        await backend.submit_sequence([step])
+        buffers["y"], scalars["a"] = other, -7.0
+        with pytest.raises(TypeError):
+            step.buffers["y"] = other  # type: ignore[index]
+        await backend.submit_sequence([step])  # the same object again: bound once
+        got = await backend.read(yb)
+        untouched = await backend.read(other)
+    np.testing.assert_allclose(got, y.astype(np.float64) + 4.0 * x, rtol=1e-5, atol=1e-5)
+    assert not untouched.any()
+
+
+async def test_a_step_object_is_bound_once_and_forgotten_when_dropped() -> None:
+    """The same step finds its binding by identity; a dropped step leaves the cache."""
+    async with va.open_backend("cpu") as backend:
+        xb = await backend.upload(np.ones(8, np.float32))
+        out = await backend.alloc(4, np.float32)
+        step = va.SequenceStep(sum_reduce, {"x": xb, "out": out})
+        first = backend._bind_step(0, step)
+        assert backend._bind_step(0, step) is first
+        twin = va.SequenceStep(sum_reduce, {"x": xb, "out": out})
+        assert backend._bind_step(0, twin) is first, "equal content shares one binding"
+        entries = len(backend._bound_by_step)
+        del twin
+        gc.collect()
+        assert len(backend._bound_by_step) == entries - 1
+        (total,) = await backend.submit_sequence([step], reads=[va.ReadRange(out)])
+    assert total[0] == 8.0
+
+
+def _bound(backend: va.Backend, step: va.SequenceStep) -> object:
+    return backend._bind_step(0, step)  # type: ignore[attr-defined]
+
+
+async def test_step_plans_give_equal_bodies_one_graph_key_and_different_ones_another() -> None:
+    """Graph keys follow content: same kernels, pointers and scalars -> same key."""
+    async with va.open_backend("cpu") as backend:
+        x, y, z = [await backend.upload(np.ones(16, np.float32)) for _ in range(3)]
+        w = await backend.alloc(4, np.float32)
+        pointers = {x.id: 0x1000, y.id: 0x2000, z.id: 0x3000, w.id: 0x4000}
+        plans = StepPlans(capacity=4)
+        calls = [
+            _bound(backend, va.SequenceStep(axpy, {"x": x, "y": y}, {"a": a}))
+            for a in (1.0, 1.0, 2.0)
+        ]
+        other_pointer = _bound(backend, va.SequenceStep(axpy, {"x": x, "y": z}, {"a": 1.0}))
+        steps = [plans.plan(c, lambda b: pointers[b.id]) for c in calls]  # type: ignore[arg-type]
+        assert plans.plan(calls[0], lambda b: 0) is steps[0], "found by identity"  # type: ignore[arg-type]
+        assert steps[0][1] == {"x": 0x1000, "y": 0x2000}
+        assert steps[0][2] == [], "an in-out buffer keeps its contents"
+        total = _bound(backend, va.SequenceStep(sum_reduce, {"x": x, "out": w}))
+        summed = plans.plan(total, lambda b: pointers[b.id])  # type: ignore[arg-type]
+        assert summed[2] == [(0x4000, 4)], "an output is cleared before its launch"
+        key = plans.body_key(steps[:1], 16)
+        assert plans.body_key(steps[1:2], 16) == key
+        assert plans.body_key(steps[2:3], 16) != key, "another scalar"
+        assert plans.body_key(steps[:1], 32) != key, "another repeat count"
+        moved = plans.plan(other_pointer, lambda b: pointers[b.id])  # type: ignore[arg-type]
+        assert plans.body_key([moved], 16) != key, "another pointer"
+        # A fifth plan finds the capacity reached: all are dropped, keys still follow content.
+        fresh = _bound(backend, va.SequenceStep(axpy, {"x": x, "y": y}, {"a": 3.0}))
+        plans.plan(fresh, lambda b: pointers[b.id])  # type: ignore[arg-type]
+        again = plans.plan(calls[0], lambda b: pointers[b.id])  # type: ignore[arg-type]
+        assert again is not steps[0], "planned anew after the drop"
+        assert plans.body_key([again], 16) != key, "dropped numbers are never reused"
+        assert plans.body_key([again], 16) == plans.body_key([again], 16)
