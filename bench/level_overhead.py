@@ -14,7 +14,7 @@ completion, and when the awaiting task got control back. From those:
 Each variant of the watcher's waiting policy runs on the same sources; one cProfile
 of a variant shows the Python functions that cost the most.
 
-Usage: ``python bench/level_overhead.py --scale 22 --out out.json``
+Usage: ``python bench/level_overhead.py --scale 22 --out out.json [--quick]``
 """
 
 from __future__ import annotations
@@ -186,7 +186,30 @@ async def readback_ab(backend: Any, n: int) -> dict[str, float]:
     }
 
 
-async def main_async(scale: int) -> dict[str, Any]:
+async def quick(session: Any, backend: Any, sources: list[int]) -> dict[str, Any]:
+    """The default policy after a warm-up, and where the whole traversal's time goes.
+
+    For A/B runs of two trees in one call: 64 warm-up traversals (the first few dozen
+    of a process run slower), then the phases over the sources three times, then a
+    cProfile of every function a traversal runs, by own time.
+    """
+    out: dict[str, Any] = {}
+    for s in sources * 3:
+        await session.reach_count(s)
+    out["default_warm"] = await measure(session, backend, sources * 3)
+    profile = cProfile.Profile()
+    profile.enable()
+    for s in sources * 4:
+        await session.reach_count(s)
+    profile.disable()
+    text = io.StringIO()
+    stats = pstats.Stats(profile, stream=text).sort_stats("tottime")
+    stats.print_stats(45)
+    out["profile_tottime"] = text.getvalue()
+    return out
+
+
+async def main_async(scale: int, quick_only: bool = False) -> dict[str, Any]:
     """Every variant on one backend and one session."""
     graph = rmat(scale, 16, seed=1)
     rng = np.random.default_rng(2)
@@ -197,6 +220,9 @@ async def main_async(scale: int) -> dict[str, Any]:
         info = backend.device_info
         out["device"] = {"name": info.name, "driver_version": info.driver_version}
         out["date"] = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
+        if quick_only:
+            out.update(await quick(session, backend, sources))
+            return out
         for s in sources[:4]:
             await session.reach_count(s)
         watcher = backend._watcher
@@ -246,9 +272,12 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--scale", type=int, default=22)
     parser.add_argument("--out", required=True)
+    parser.add_argument("--quick", action="store_true", help="warm phases and a profile only")
     args = parser.parse_args()
-    out = anyio.run(main_async, args.scale)
-    print(out.pop("profile_spin_5ms"))
+    out = anyio.run(main_async, args.scale, args.quick)
+    for key in ("profile_spin_5ms", "profile_tottime"):
+        if key in out:
+            print(out.pop(key))
     print(json.dumps(out, indent=2))
     with open(args.out, "w") as fh:
         json.dump(out, fh, indent=2)
