@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -11,6 +10,9 @@ from ..errors import ValidationError
 from ..kernels._kernel import BoundCall, Kernel
 from ..kernels._signature import Scalar
 from ._resident import ResidentBuffer
+
+
+_set = object.__setattr__  # how a frozen dataclass sets its own fields
 
 
 @dataclass(frozen=True, slots=True, weakref_slot=True)
@@ -34,10 +36,13 @@ class SequenceStep:
     scalars: Mapping[str, Scalar] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        # A step that is not a mapping pair is reported by bind_step, with its index.
-        with contextlib.suppress(TypeError, ValueError):
-            object.__setattr__(self, "buffers", MappingProxyType(dict(self.buffers)))
-            object.__setattr__(self, "scalars", MappingProxyType(dict(self.scalars)))
+        try:
+            buffers = MappingProxyType(dict(self.buffers))
+            scalars = MappingProxyType(dict(self.scalars))
+        except (TypeError, ValueError):  # not mappings: bind_step reports it, with the index
+            return
+        _set(self, "buffers", buffers)
+        _set(self, "scalars", scalars)
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,8 +33,8 @@ from ..logging import get_logger
 from ._analyses import (
     DEFAULT_QUERY_BUDGET,
     UNLIMITED,
+    TraversalRun,
     pagerank_on,
-    traversal_run,
     traverse,
     traverse_many,
 )
@@ -235,6 +235,8 @@ class ResidentGraphSession:
         return sum(r.lost is None for r in self._replicas)
 
     def _pick(self) -> GraphReplica:
+        if len(self._replicas) == 1 and self._replicas[0].lost is None:
+            return self._replicas[0]
         live = [r for r in self._replicas if r.lost is None]
         if not live:
             raise DeviceLostError(
@@ -341,7 +343,7 @@ class ResidentGraphSession:
         self, replica: GraphReplica, source: int, max_level: int, out: np.ndarray | None = None
     ) -> np.ndarray:
         n = self._graph.num_vertices
-        async with traversal_run(replica, self._counters, n, self._is_open) as run:
+        async with TraversalRun(replica, self._counters, n, self._is_open) as run:
             await traverse(replica, run, source, max_level, self._check_open)
             return await replica.backend.read(run.levels, out=out)
 
@@ -349,7 +351,7 @@ class ResidentGraphSession:
         self, replica: GraphReplica, source: int, max_level: int = UNLIMITED
     ) -> int:
         n = self._graph.num_vertices
-        async with traversal_run(replica, self._counters, n, self._is_open) as run:
+        async with TraversalRun(replica, self._counters, n, self._is_open) as run:
             words = await traverse(replica, run, source, max_level, self._check_open)
         return int(words[_bfs.STATE_REACHED])
 
