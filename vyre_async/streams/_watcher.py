@@ -115,6 +115,7 @@ class CompletionWatcher:
         self._backoff = Backoff(spin_s=spin_s, min_sleep_s=min_sleep_s, max_sleep_s=max_sleep_s)
         self._few_spin_s = spin_s if few_spin_s is None else few_spin_s
         self._streams: dict[Hashable, deque[_Watch]] = {}
+        self._in_flight = 0
         self._wake = anyio.Event()
         self._idle: anyio.Event | None = None
         self._nap: anyio.CancelScope | None = None
@@ -152,7 +153,7 @@ class CompletionWatcher:
     @property
     def in_flight(self) -> int:
         """Registered work not yet finished."""
-        return sum(len(queue) for queue in self._streams.values())
+        return self._in_flight
 
     @property
     def busy_streams(self) -> int:
@@ -196,6 +197,7 @@ class CompletionWatcher:
         self._streams.setdefault(stream_key, deque()).append(
             _Watch(event, completion, on_done, timing)
         )
+        self._in_flight += 1
         self._backoff.reset(self._clock())
         self._wake.set()
         if self._nap is not None:
@@ -255,7 +257,7 @@ class CompletionWatcher:
                 self._backoff.reset(self._clock())
                 await anyio.lowlevel.checkpoint()  # let the woken waiters run
                 continue
-            few = self.in_flight <= PRECISE_NAP_MAX_IN_FLIGHT
+            few = self._in_flight <= PRECISE_NAP_MAX_IN_FLIGHT
             wait = self._backoff.next_wait(self._clock(), self._few_spin_s if few else None)
             if wait <= 0.0:
                 await anyio.lowlevel.checkpoint()
@@ -283,6 +285,7 @@ class CompletionWatcher:
                     result = int(self._query(watch.event))
                 except Exception as exc:  # a broken query must not stop the watcher
                     queue.popleft()
+                    self._in_flight -= 1
                     self._finish(
                         watch,
                         DispatchError(
@@ -297,12 +300,14 @@ class CompletionWatcher:
                 progressed = True
                 if result == CUDA_SUCCESS:
                     queue.popleft()
+                    self._in_flight -= 1
                     self._finish(watch, None)
                 elif is_sticky(result):
                     self._fail_everything(error_for(result, "cuEventQuery"))
                     return True
                 else:
                     queue.popleft()
+                    self._in_flight -= 1
                     self._finish(watch, error_for(result, "cuEventQuery"))
             if queue is not None and not queue and self._streams.get(key) is queue:
                 del self._streams[key]
@@ -332,6 +337,7 @@ class CompletionWatcher:
     def _take_all(self) -> list[_Watch]:
         watches = [watch for queue in self._streams.values() for watch in queue]
         self._streams.clear()
+        self._in_flight = 0
         return watches
 
     def _fail_everything(self, error: VyreError) -> None:
