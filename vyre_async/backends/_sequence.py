@@ -11,7 +11,6 @@ from ..kernels._kernel import BoundCall, Kernel
 from ..kernels._signature import Scalar
 from ._resident import ResidentBuffer
 
-
 _set = object.__setattr__  # how a frozen dataclass sets its own fields
 
 
