@@ -2,7 +2,7 @@
 
 For ``session.reach_count`` on the R-MAT graph of bench/resident.py this records,
 per run: the wall time, the device time (timing events), the time spent inside
-``submit_repeated`` (Python enqueue), the moment the completion watcher finished the
+``_submit_bound`` (the Python enqueue every sequence submission ends in), the moment the completion watcher finished the
 completion, and when the awaiting task got control back. From those:
 
 - ``submit_us``: enqueue cost on the host;
@@ -45,7 +45,7 @@ async def measure(session: Any, backend: Any, sources: list[int]) -> dict[str, f
     finished: list[float] = []
     submitted: list[tuple[float, float]] = []
     original_finish = watcher._finish
-    original_submit = backend.submit_repeated
+    original_submit = backend._submit_bound
 
     def stamped_finish(watch: Any, error: Any) -> None:
         original_finish(watch, error)
@@ -58,7 +58,7 @@ async def measure(session: Any, backend: Any, sources: list[int]) -> dict[str, f
         return pending
 
     watcher._finish = stamped_finish
-    backend.submit_repeated = stamped_submit
+    backend._submit_bound = stamped_submit
     rows = []
     try:
         for source in sources:
@@ -87,7 +87,7 @@ async def measure(session: Any, backend: Any, sources: list[int]) -> dict[str, f
             )
     finally:
         del watcher._finish
-        del backend.submit_repeated
+        del backend._submit_bound
     return {key: statistics.median(r[key] for r in rows) for key in rows[0]}
 
 
@@ -127,7 +127,7 @@ async def submit_breakdown(session: Any, backend: Any, sources: list[int]) -> di
     time_calls(
         backend,
         [
-            "submit_repeated",
+            "_submit_bound",
             "_bind_step",
             "_plan_reads",
             "_new_completion",

@@ -1,4 +1,4 @@
-"""Sequence steps are immutable, and backends reuse their bindings and launch plans."""
+"""Immutable sequence steps; bindings, launch plans and prepared sequences reused."""
 
 from __future__ import annotations
 
@@ -87,3 +87,62 @@ async def test_step_plans_give_equal_bodies_one_graph_key_and_different_ones_ano
         assert again is not steps[0], "planned anew after the drop"
         assert plans.body_key([again], 16) != key, "dropped numbers are never reused"
         assert plans.body_key([again], 16) == plans.body_key([again], 16)
+
+
+async def test_a_prepared_sequence_runs_like_submit_repeated_with_each_prefix_value(
+    rng: np.random.Generator,
+) -> None:
+    """Submitting a prepared sequence with new prefix scalars equals the float64 model."""
+    n = 200
+    x = rng.standard_normal(n).astype(np.float32)
+    y = rng.standard_normal(n).astype(np.float32)
+    async with va.open_backend("cpu") as backend:
+        xb, yb = await backend.upload(x), await backend.upload(y)
+        prepared = backend.prepare_repeated(
+            [va.SequenceStep(axpy, {"x": xb, "y": yb}, {"a": 0.0})],
+            [va.SequenceStep(axpy, {"x": xb, "y": yb}, {"a": 0.5})],
+            reads=[va.ReadRange(yb)],
+        )
+        backend.reset_telemetry()
+        runs = []
+        for a, repeats in ((3.0, 2), (-1.25, 0), (3.0, 4)):
+            (after,) = await prepared.submit(repeats, scalars={"a": a})
+            runs.append(after)
+        launches = backend.activity().kernel_launches
+        assert prepared._prefix_with({"a": 3.0}) is prepared._prefix_with({"a": 3.0})
+    expected = y.astype(np.float64)
+    for got, (a, repeats) in zip(runs, ((3.0, 2), (-1.25, 0), (3.0, 4)), strict=True):
+        expected = expected + (a + 0.5 * repeats) * x.astype(np.float64)
+        np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4)
+    assert launches == (1 + 2) + (1 + 0) + (1 + 4)
+
+
+async def test_a_prepared_sequence_refuses_bad_scalars_freed_buffers_and_bad_counts() -> None:
+    """Unknown or wrong scalars, a buffer freed since, a bad count: clear errors, no run."""
+    async with va.open_backend("cpu") as backend:
+        xb = await backend.upload(np.ones(8, np.float32))
+        yb = await backend.upload(np.zeros(8, np.float32))
+        prepared = backend.prepare_repeated(
+            [va.SequenceStep(axpy, {"x": xb, "y": yb}, {"a": 1.0})], [], reads=[va.ReadRange(yb)]
+        )
+        before = backend.activity()
+        with pytest.raises(va.ValidationError, match=r"no scalar 'b'.*Fix:"):
+            prepared.submit(0, scalars={"b": 1.0})
+        with pytest.raises(va.ValidationError, match="Fix:"):
+            prepared.submit(0, scalars={"a": "three"})
+        with pytest.raises(ValueError, match="repeat_count"):
+            prepared.submit(-1)
+        assert backend.activity() == before, "nothing ran"
+        await backend.free(xb)
+        with pytest.raises(va.LifecycleError, match=r"already freed.*Fix:"):
+            prepared.submit(0)
+        assert not backend._in_flight, "the refused run left nothing for close to wait on"  # type: ignore[attr-defined]
+        (still,) = await backend.read_many([va.ReadRange(yb)])
+    assert not still.any()
+
+
+async def test_a_multi_device_backend_refuses_to_prepare_with_the_way_to_do_it() -> None:
+    """Sequences run on one device: the refusal names backend.devices[i]."""
+    async with va.open_backend("cpu", device=[0, 1]) as backend:
+        with pytest.raises(va.UnsupportedFeatureError, match=r"Fix: use backend\.devices\[i\]"):
+            backend.prepare_repeated([], [])

@@ -7,6 +7,7 @@ from ._multi import MultiDeviceBackend as MultiDeviceBackend
 from ._open import BackendKind as BackendKind
 from ._open import DeviceSelector as DeviceSelector
 from ._open import open_backend as open_backend
+from ._prepared import PreparedSequence as PreparedSequence
 from ._protocol import Backend as Backend
 from ._resident import ResidentBuffer as ResidentBuffer
 from ._sequence import ReadRange as ReadRange
@@ -20,6 +21,7 @@ __all__ = [
     "DeviceSelector",
     "DispatchConfig",
     "MultiDeviceBackend",
+    "PreparedSequence",
     "ReadRange",
     "ResidentBuffer",
     "SequenceStep",

@@ -25,6 +25,7 @@ from ..logging import get_logger, tracing_enabled
 from ..streams._pending import Completion, DispatchTiming, PendingDispatch
 from ..telemetry import Activity, TelemetryCounters, TelemetrySnapshot
 from ._config import DispatchConfig
+from ._prepared import PreparedSequence
 from ._resident import ResidentBuffer, ResidentRegistry
 from ._sequence import ReadRange, SequenceStep, bind_step, resolve_range
 
@@ -257,31 +258,65 @@ class BackendCore(ABC, Generic[S]):
             ValidationError: A step or range is invalid (nothing was enqueued).
         """
         start = time.perf_counter_ns()
-        task_group = self._check_open()
-        if isinstance(repeat_count, bool) or not isinstance(repeat_count, int) or repeat_count < 0:
-            raise ValueError(f"repeat_count must be a non-negative int, got {repeat_count!r}")
-        config = config or _DEFAULT_CONFIG
+        self._check_open()
+        _check_repeat_count(repeat_count)
+        prepared = self.prepare_repeated(prefix, repeated, reads=reads)
+        return prepared._submit(repeat_count, None, config, start)
+
+    def prepare_repeated(
+        self,
+        prefix: Sequence[SequenceStep],
+        repeated: Sequence[SequenceStep],
+        *,
+        reads: Sequence[ReadRange] = (),
+    ) -> PreparedSequence:
+        """Bind and check a repeated sequence once, to submit it many times.
+
+        ``prepared.submit(repeat_count, scalars=...)`` then does what
+        ``submit_repeated`` does with these steps, without binding them, planning the
+        reads or working out the buffers' uses again; prefix scalars may change per
+        submission. Resident sessions run every traversal this way.
+
+        Raises:
+            ValidationError: A step or range is invalid.
+            LifecycleError: The backend is not open, or a buffer was freed.
+        """
+        self._check_open()
         bound_prefix = [self._bind_step(i, s) for i, s in enumerate(prefix)]
         bound_repeated = [self._bind_step(len(prefix) + i, s) for i, s in enumerate(repeated)]
         plans = self._plan_reads(reads)
         uses = _uses([*bound_prefix, *bound_repeated])
         for r in reads:
             uses.setdefault(r.buffer, False)
+        return PreparedSequence(self, prefix, bound_prefix, bound_repeated, plans, uses)
+
+    def _submit_bound(
+        self,
+        prefix: list[BoundCall[ResidentBuffer]],
+        repeated: list[BoundCall[ResidentBuffer]],
+        repeat_count: int,
+        plans: list[ReadPlan],
+        uses: dict[ResidentBuffer, bool],
+        config: DispatchConfig | None,
+        start: int,
+    ) -> PendingDispatch[list[np.ndarray]]:
+        """Reserve the buffers and enqueue bound steps (``PreparedSequence.submit``).
+
+        ``start`` is when the submission began (``perf_counter_ns``), for ``enqueue_ns``.
+        """
+        task_group = self._check_open()
+        _check_repeat_count(repeat_count)
+        config = config or _DEFAULT_CONFIG
         completion = self._new_completion()
-        waits = self._registry.reserve(uses, completion)
         with _failing(completion):
+            # A prepared sequence's buffers were checked when it was prepared; reserve
+            # checks again that none was freed since, before anything is enqueued.
+            waits = self._registry.reserve(uses, completion)
             collect, discard = self._enqueue_sequence(
-                task_group,
-                bound_prefix,
-                bound_repeated,
-                repeat_count,
-                plans,
-                config,
-                completion,
-                waits,
+                task_group, prefix, repeated, repeat_count, plans, config, completion, waits
             )
-        launches = sum(not c.launch.empty for c in bound_prefix) + repeat_count * sum(
-            not c.launch.empty for c in bound_repeated
+        launches = sum(not c.launch.empty for c in prefix) + repeat_count * sum(
+            not c.launch.empty for c in repeated
         )
         self._counters.dispatches += 1
         self._counters.kernel_launches += launches
@@ -673,6 +708,11 @@ def check_out(out: object, dtype: np.dtype[Any], count: int) -> None:
         raise ValidationError(
             "out must be a writeable, C-contiguous array, not a view or slice", fix=fix
         )
+
+
+def _check_repeat_count(repeat_count: object) -> None:
+    if isinstance(repeat_count, bool) or not isinstance(repeat_count, int) or repeat_count < 0:
+        raise ValueError(f"repeat_count must be a non-negative int, got {repeat_count!r}")
 
 
 def _uses(calls: Sequence[BoundCall[Any]]) -> dict[ResidentBuffer, bool]:

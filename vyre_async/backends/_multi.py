@@ -117,6 +117,10 @@ class MultiDeviceBackend:
         """Refused: see :attr:`devices`."""
         self._one_device("submit_sequence")
 
+    def prepare_repeated(self, *args: Any, **kwargs: Any) -> NoReturn:
+        """Refused: see :attr:`devices`."""
+        self._one_device("prepare_repeated")
+
     def submit_repeated(self, *args: Any, **kwargs: Any) -> NoReturn:
         """Refused: see :attr:`devices`."""
         self._one_device("submit_repeated")

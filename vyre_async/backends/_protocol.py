@@ -16,6 +16,7 @@ from ..streams._pending import PendingDispatch
 from ..telemetry import Activity, TelemetrySnapshot
 from ._config import DispatchConfig
 from ._core import BackendState
+from ._prepared import PreparedSequence
 from ._resident import ResidentBuffer
 from ._sequence import ReadRange, SequenceStep
 
@@ -87,6 +88,16 @@ class Backend(Protocol):
         config: DispatchConfig | None = None,
     ) -> PendingDispatch[list[np.ndarray]]:
         """Run ``prefix`` once and ``repeated`` ``repeat_count`` times, then read back."""
+        ...
+
+    def prepare_repeated(
+        self,
+        prefix: Sequence[SequenceStep],
+        repeated: Sequence[SequenceStep],
+        *,
+        reads: Sequence[ReadRange] = (),
+    ) -> PreparedSequence:
+        """Bind and check a repeated sequence once; ``prepared.submit(n)`` runs it."""
         ...
 
     async def upload(self, array: np.ndarray) -> ResidentBuffer:

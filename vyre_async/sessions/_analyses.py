@@ -18,7 +18,7 @@ from ..backends import ResidentBuffer, SequenceStep
 from ..kernels import MSBFS_MAX_WORDS, _bfs, _pagerank
 from ._multi_query import MultiSourceTraversal
 from ._planner import TraversalQuery, plan_multi_query
-from ._repeat import run_until_done
+from ._repeat import prepare_batches, run_prepared, run_until_done
 from ._replica import BfsScratch, GraphReplica
 from ._stats import RunCounters
 
@@ -120,17 +120,22 @@ async def traverse(
 ) -> np.ndarray:
     """Direction-optimizing BFS from ``source`` into ``run``; returns the state words."""
     scratch = run.scratch
-    if not scratch.body:
-        scratch.body = _level_steps(replica, scratch)
-    prefix = [
-        SequenceStep(
+    check()
+    if scratch.first is None or scratch.more is None:
+        init = SequenceStep(
             _bfs.bfs_init,
             {"levels": scratch.levels, "state": scratch.state},
-            {"source": int(source), "max_level": max_level},
+            {"source": 0, "max_level": UNLIMITED},
         )
-    ]
-    words, run.device_ns = await run_until_done(
-        replica.backend, prefix, scratch.body, scratch.state, _bfs.STATE_DONE, check=check
+        scratch.first, scratch.more = prepare_batches(
+            replica.backend, [init], _level_steps(replica, scratch), scratch.state
+        )
+    words, run.device_ns = await run_prepared(
+        scratch.first,
+        scratch.more,
+        _bfs.STATE_DONE,
+        scalars={"source": int(source), "max_level": max_level},
+        check=check,
     )
     run.levels_run = int(words[_bfs.STATE_LEVELS_RUN])
     return words

@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import numpy as np
 
-from ..backends import Backend, DispatchConfig, ReadRange, ResidentBuffer, SequenceStep
+from ..backends import (
+    Backend,
+    DispatchConfig,
+    PreparedSequence,
+    ReadRange,
+    ResidentBuffer,
+    SequenceStep,
+)
 
 #: Repeats per submission at first; doubles up to the cap. A repeat that finds the
 #: work done costs a few empty launches on the device and nothing on the host, so the
@@ -41,17 +49,44 @@ async def run_until_done(
     Returns:
         The final state words and the device time of all batches (timing events).
     """
+    check()
+    first, more = prepare_batches(backend, prefix, body, state)
+    return await run_prepared(first, more, done_index, check=check)
+
+
+def prepare_batches(
+    backend: Backend, prefix: list[SequenceStep], body: list[SequenceStep], state: ResidentBuffer
+) -> tuple[PreparedSequence, PreparedSequence]:
+    """The first batch (``prefix`` then ``body`` repeated) and the later ones (``body``)."""
+    reads = [ReadRange(state)]
+    return (
+        backend.prepare_repeated(prefix, body, reads=reads),
+        backend.prepare_repeated([], body, reads=reads),
+    )
+
+
+async def run_prepared(
+    first: PreparedSequence,
+    more: PreparedSequence,
+    done_index: int,
+    *,
+    scalars: Mapping[str, Any] | None = None,
+    check: Callable[[], None] = lambda: None,
+) -> tuple[np.ndarray, int]:
+    """:func:`run_until_done` over batches prepared by :func:`prepare_batches`.
+
+    ``scalars`` go to the first batch's prefix (a traversal's source, say).
+    """
     batch = FIRST_BATCH
     device_ns = 0
+    sequence = first
     while True:
         check()
-        pending = backend.submit_repeated(
-            prefix, body, repeat_count=batch, reads=[ReadRange(state)], config=_TIMED
-        )
+        pending = sequence.submit(batch, scalars=scalars, config=_TIMED)
         result = await pending.timed()
         device_ns += result.timing.device_ns or 0
         (words,) = result.outputs
         if words[done_index]:
             return words, device_ns
-        prefix = []
+        sequence, scalars = more, None
         batch = min(batch * 2, MAX_BATCH)

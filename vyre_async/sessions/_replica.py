@@ -12,25 +12,27 @@ from collections.abc import Mapping
 import anyio
 import numpy as np
 
-from ..backends import Backend, BackendState, ResidentBuffer, SequenceStep
+from ..backends import Backend, BackendState, PreparedSequence, ResidentBuffer
 from ..errors import OutOfMemoryError
 from ..graphs import CsrGraph
 from ..kernels import _bfs, _pagerank
 
 
 class BfsScratch:
-    """A traversal's levels and state buffers, and the level steps over them.
+    """A traversal's levels and state buffers, and its batches prepared over them.
 
-    The steps are built once, by the first traversal that uses the scratch: a
-    backend then finds them already bound when later traversals submit them again.
+    The batches (``first``: init then levels; ``more``: levels) are prepared once,
+    by the first traversal that uses the scratch; later traversals only submit them
+    with their own source.
     """
 
-    __slots__ = ("body", "levels", "state")
+    __slots__ = ("first", "levels", "more", "state")
 
     def __init__(self, levels: ResidentBuffer, state: ResidentBuffer) -> None:
         self.levels = levels
         self.state = state
-        self.body: list[SequenceStep] = []
+        self.first: PreparedSequence | None = None
+        self.more: PreparedSequence | None = None
 
 
 class GraphReplica:
