@@ -2,8 +2,9 @@
 
 For ``session.reach_count`` on the R-MAT graph of bench/resident.py this records,
 per run: the wall time, the device time (timing events), the time spent inside
-``_submit_bound`` (the Python enqueue every sequence submission ends in), the moment the completion watcher finished the
-completion, and when the awaiting task got control back. From those:
+``_submit_bound`` (the Python enqueue every sequence submission ends in), the
+moment the completion watcher finished the completion, and when the awaiting task
+got control back. From those:
 
 - ``submit_us``: enqueue cost on the host;
 - ``detect_us``: submit return to completion finished, minus the device time (how

@@ -52,6 +52,7 @@ _INLINE_COPY_BYTES = 1 << 20
 SMALL_READ_BYTES = 4096
 #: ...of which this many are kept idle.
 SMALL_READS_KEPT = 16
+_SMALL_READ_CAPACITY = bucket_capacity(SMALL_READ_BYTES)
 
 
 def _padded(nbytes: int) -> int:
@@ -570,13 +571,13 @@ class CudaBackend(BackendCore[DeviceAllocation]):
 
         def take() -> list[np.ndarray]:
             results = []
+            staged = pinned.array if pinned is not None else np.empty(0, np.uint8)
+            total = 0
             for (_, buffer, _, count), at in zip(reads, offsets, strict=True):
                 nbytes = count * buffer.dtype.itemsize
-                raw = (
-                    pinned.array[at : at + nbytes] if pinned is not None else np.empty(0, np.uint8)
-                )
-                results.append(raw.view(buffer.dtype).copy())
-            self._counters.bytes_downloaded += sum(a.nbytes for a in results)
+                results.append(staged[at : at + nbytes].view(buffer.dtype).copy())
+                total += nbytes
+            self._counters.bytes_downloaded += total
             return results
 
         staged = _StagedOutputs(self._uncollected, take, release_pinned)
@@ -596,9 +597,7 @@ class CudaBackend(BackendCore[DeviceAllocation]):
         return self._pinned.acquire(max(nbytes, SMALL_READ_BYTES))
 
     def _release_read_block(self, block: PinnedBuffer) -> None:
-        if block.capacity == bucket_capacity(SMALL_READ_BYTES) and (
-            len(self._small_reads) < SMALL_READS_KEPT
-        ):
+        if block.capacity == _SMALL_READ_CAPACITY and len(self._small_reads) < SMALL_READS_KEPT:
             self._small_reads.append(block)
         else:
             self._pinned.release(block)

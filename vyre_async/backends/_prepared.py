@@ -104,7 +104,9 @@ class PreparedSequence:
         )
 
     def _prefix_with(self, scalars: Mapping[str, Any]) -> list[BoundCall[ResidentBuffer]]:
-        key = tuple((name, type(value), value) for name, value in scalars.items())
+        # Types are part of the key: 1, 1.0 and True are equal, but a kernel may take
+        # one and refuse another.
+        key = (*scalars.items(), *map(type, scalars.values()))
         try:
             found = self._by_scalars.get(key)
         except TypeError:  # an unhashable value: bind it and let the kernel judge it
