@@ -243,7 +243,7 @@ class CudaBackend(BackendCore[DeviceAllocation]):
         """Device blocks, pinned blocks and events handed out right now (leak checks)."""
         return {
             "device": self._memory.live_allocations,
-            "pinned": self._pinned.live_allocations,
+            "pinned": self._pinned.live_allocations - len(self._small_reads),  # kept idle: not out
             "events": self._events.live,
             "in_flight": self._watcher.in_flight,
         }
