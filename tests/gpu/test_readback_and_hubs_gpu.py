@@ -1,4 +1,8 @@
-"""Piecewise reads of large buffers and BFS through hub vertices, on a real GPU."""
+"""Large reads (driver-staged and piecewise) and BFS through hub vertices, on a real GPU.
+
+Reads of 2 to 32 MiB go through the driver's pageable copy, larger ones in pieces
+through page-locked staging; the size-parametrized tests cover both.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +12,7 @@ import pytest
 from graph_references import scipy_levels
 
 import vyre_async as va
+from vyre_async.backends._cuda import PAGEABLE_READ_MAX_BYTES
 from vyre_async.backends._cuda_readback import PIECE_BYTES
 from vyre_async.graphs import CsrGraph, rmat
 
@@ -17,11 +22,16 @@ except ImportError:
     cupyx = None
 
 
+#: Piece counts whose reads take the driver's path (5) and the piecewise one.
+PIECE_COUNTS = (5, PAGEABLE_READ_MAX_BYTES // PIECE_BYTES + 1)
+
+
+@pytest.mark.parametrize("pieces", PIECE_COUNTS)
 async def test_large_read_equals_the_uploaded_bytes(
-    cuda: va.Backend, rng: np.random.Generator
+    cuda: va.Backend, rng: np.random.Generator, pieces: int
 ) -> None:
-    """A read of many pieces (and an odd tail) returns exactly the uploaded array."""
-    rows = (5 * PIECE_BYTES + 12) // 12  # five pieces and an odd tail of 12-byte rows
+    """A large read (with an odd tail) returns exactly the uploaded array."""
+    rows = (pieces * PIECE_BYTES + 12) // 12  # whole pieces and an odd tail of 12-byte rows
     array = rng.integers(-(2**31), 2**31 - 1, 3 * rows, dtype=np.int32)
     buf = await cuda.upload(array.reshape(-1, 3))
     got = await cuda.read(buf)
@@ -56,11 +66,12 @@ async def test_large_read_sees_the_dispatch_before_it(cuda: va.Backend) -> None:
     await cuda.free(y)
 
 
+@pytest.mark.parametrize("pieces", PIECE_COUNTS)
 async def test_cancelled_large_read_leaks_nothing(
-    cuda: va.Backend, rng: np.random.Generator
+    cuda: va.Backend, rng: np.random.Generator, pieces: int
 ) -> None:
     """Cancelling a large read midway frees its staging; the next read is still exact."""
-    array = rng.integers(0, 255, 8 * PIECE_BYTES, dtype=np.uint8)
+    array = rng.integers(0, 255, pieces * PIECE_BYTES, dtype=np.uint8)
     buf = await cuda.upload(array)
     for delay in (0.0, 50e-6, 200e-6):
         with anyio.move_on_after(delay):
@@ -72,6 +83,20 @@ async def test_cancelled_large_read_leaks_nothing(
     with anyio.fail_after(5):
         while live()["in_flight"]:  # noqa: ASYNC110 - a counter, with no event to wait on
             await anyio.sleep(0.001)
+    await cuda.free(buf)
+
+
+@pytest.mark.parametrize("nbytes", [(2 << 20) - 4, 3 << 20, 20 << 20, (32 << 20) + 4])
+async def test_reads_around_the_driver_copy_band_are_exact(
+    cuda: va.Backend, rng: np.random.Generator, nbytes: int
+) -> None:
+    """Either side of each band edge, read and read(out=) give back the exact bytes."""
+    array = rng.integers(-(2**31), 2**31 - 1, nbytes // 4, dtype=np.int32)
+    buf = await cuda.upload(array)
+    np.testing.assert_array_equal(await cuda.read(buf), array)
+    out = np.full(array.size - 3, -1, np.int32)
+    assert await cuda.read(buf, 3, array.size - 3, out=out) is out
+    np.testing.assert_array_equal(out, array[3:])
     await cuda.free(buf)
 
 
