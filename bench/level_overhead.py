@@ -156,41 +156,10 @@ async def submit_breakdown(session: Any, backend: Any, sources: list[int]) -> di
     return {k: v / len(sources) * 1e6 for k, v in sorted(totals.items(), key=lambda kv: -kv[1])}
 
 
-async def readback_ab(backend: Any, n: int) -> dict[str, float]:
-    """Median ms to read ``n`` int32 into a fresh array: ``backend.read`` vs the driver's
-    own pageable copy (``cuMemcpyDtoH`` into ``np.empty``, in a worker thread)."""
-    data = np.arange(n, dtype=np.int32)
-    buffer = await backend.upload(data)
-    device = backend._cuda()
-    pointer = backend._registry.storage(buffer).ptr
-
-    def driver_copy() -> np.ndarray:
-        device.make_current()
-        out = np.empty(n, np.int32)
-        device.call(device.driver.cuMemcpyDtoH, out.ctypes.data, pointer, out.nbytes)
-        return out
-
-    ours, driver = [], []
-    for _ in range(12):
-        t0 = time.perf_counter()
-        a = await backend.read(buffer)
-        ours.append(time.perf_counter() - t0)
-        t0 = time.perf_counter()
-        b = await anyio.to_thread.run_sync(driver_copy)
-        driver.append(time.perf_counter() - t0)
-        assert np.array_equal(a, data)
-        assert np.array_equal(b, data)
-    await backend.free(buffer)
-    return {
-        "backend_read_ms": statistics.median(ours[2:]) * 1e3,
-        "driver_pageable_copy_ms": statistics.median(driver[2:]) * 1e3,
-    }
-
-
 async def quick(session: Any, backend: Any, sources: list[int]) -> dict[str, Any]:
     """The default policy after a warm-up, and where the whole traversal's time goes.
 
-    For A/B runs of two trees in one call: 64 warm-up traversals (the first few dozen
+    For A/B runs of two trees in one call: 72 warm-up traversals (the first few dozen
     of a process run slower), then the phases over the sources three times, then a
     cProfile of every function a traversal runs, by own time.
     """
@@ -245,8 +214,6 @@ async def main_async(scale: int, quick_only: bool = False) -> dict[str, Any]:
         for _ in range(8):
             await session.bfs(sources[0])
         out["bfs_wall_us"] = (time.perf_counter() - t0) / 8 * 1e6
-        out["readback_16mib"] = await readback_ab(backend, 1 << 22)
-        out["readback_64mib"] = await readback_ab(backend, 1 << 24)
         import cupy as cp
 
         a = cp.ones(1 << 26, cp.float32)

@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import enum
 import time
-import weakref
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import TracebackType
@@ -67,9 +66,6 @@ class BackendCore(ABC, Generic[S]):
         self._registry: ResidentRegistry[S] = ResidentRegistry(self.kind, self._count_resident)
         self._in_flight: set[Completion] = set()
         self._bound_steps: dict[tuple[Any, ...], BoundCall[ResidentBuffer]] = {}
-        self._bound_by_step: dict[
-            int, tuple[weakref.ref[SequenceStep], BoundCall[ResidentBuffer]]
-        ] = {}
         self._task_group: anyio.abc.TaskGroup | None = None
         self._log = get_logger(f"vyre_async.backends.{self.kind}")
 
@@ -330,25 +326,7 @@ class BackendCore(ABC, Generic[S]):
 
         Sessions submit the same steps (kernel, buffers, scalars) batch after batch;
         a binding depends on nothing else, since a buffer's dtype and size never change.
-        The same step object (steps are immutable) is found by identity, without
-        building its key.
         """
-        key = id(step)
-        seen = self._bound_by_step.get(key)
-        if seen is not None and seen[0]() is step:
-            return seen[1]
-        call = self._bind_by_content(index, step)
-        if len(self._bound_by_step) >= _BOUND_STEP_CACHE:
-            self._bound_by_step.clear()
-        by_step = self._bound_by_step
-        # A weak reference: the entry leaves with the step, before its id can be reused.
-        self._bound_by_step[key] = (
-            weakref.ref(step, lambda _: by_step.pop(key, None)),
-            call,
-        )
-        return call
-
-    def _bind_by_content(self, index: int, step: SequenceStep) -> BoundCall[ResidentBuffer]:
         try:
             key = (
                 id(step.kernel),

@@ -58,6 +58,11 @@ SMALL_READS_KEPT = 16
 _SMALL_READ_CAPACITY = bucket_capacity(SMALL_READ_BYTES)
 
 
+def _driver_copies(nbytes: int) -> bool:
+    """Whether a read of ``nbytes`` into pageable memory takes the driver's copy."""
+    return PAGEABLE_READ_MIN_BYTES <= nbytes <= PAGEABLE_READ_MAX_BYTES
+
+
 def _padded(nbytes: int) -> int:
     return -(-nbytes // COPY_PAD) * COPY_PAD
 
@@ -783,7 +788,7 @@ class CudaBackend(BackendCore[DeviceAllocation]):
         sizes = [count * buffer.dtype.itemsize for _, buffer, _, count in plans]
         offsets = list(itertools.accumulate((-(-s // 256) * 256 for s in sizes), initial=0))
         total = sum(sizes)
-        if PAGEABLE_READ_MIN_BYTES <= total <= PAGEABLE_READ_MAX_BYTES:
+        if _driver_copies(total):
             return await self._read_pageable(plans)
         if total > _INLINE_COPY_BYTES:
             return await self._read_in_pieces(plans, sizes, offsets)
@@ -814,7 +819,7 @@ class CudaBackend(BackendCore[DeviceAllocation]):
         nbytes = count * buffer.dtype.itemsize
         device = self._cuda()
         if nbytes <= _INLINE_COPY_BYTES or not device.is_page_locked(out.ctypes.data, nbytes):
-            if PAGEABLE_READ_MIN_BYTES <= nbytes <= PAGEABLE_READ_MAX_BYTES:
+            if _driver_copies(nbytes):
                 await self._read_pageable([plan], into=out)
                 return
             (result,) = await self._read([plan])

@@ -120,22 +120,16 @@ class PreparedSequence:
                 f"scalars are {sorted(self._names) or 'none'}",
                 fix="pass only scalars of the prefix steps, or prepare another sequence.",
             )
-        bound = [
-            bind_step(i, _with_scalars(step, scalars)) if _takes(step, scalars) else call
-            for i, (step, call) in enumerate(zip(self._steps, self._prefix, strict=True))
-        ]
+        bound = []
+        for i, (step, call) in enumerate(zip(self._steps, self._prefix, strict=True)):
+            mine = {p.name: scalars[p.name] for p in step.kernel.scalar_params if p.name in scalars}
+            if mine:
+                call = bind_step(
+                    i, SequenceStep(step.kernel, step.buffers, {**step.scalars, **mine})
+                )
+            bound.append(call)
         if key:
             if len(self._by_scalars) >= PREFIX_BINDINGS:
                 self._by_scalars.clear()
             self._by_scalars[key] = bound
         return bound
-
-
-def _takes(step: SequenceStep, scalars: Mapping[str, Any]) -> bool:
-    return any(p.name in scalars for p in step.kernel.scalar_params)
-
-
-def _with_scalars(step: SequenceStep, scalars: Mapping[str, Any]) -> SequenceStep:
-    names = {p.name for p in step.kernel.scalar_params}
-    mine = {name: value for name, value in scalars.items() if name in names}
-    return SequenceStep(step.kernel, step.buffers, {**step.scalars, **mine})

@@ -14,14 +14,13 @@ from ._resident import ResidentBuffer
 _set = object.__setattr__  # how a frozen dataclass sets its own fields
 
 
-@dataclass(frozen=True, slots=True, weakref_slot=True)
+@dataclass(frozen=True, slots=True)
 class SequenceStep:
     """One kernel launch inside a resident sequence.
 
     A step is immutable: its mappings are copied into read-only ones when it is
-    made, so a backend may keep the binding of a step it has seen and reuse it when
-    the same step object is submitted again (a session submits its level steps
-    traversal after traversal).
+    made, so a prepared sequence that binds it once (and binds its prefix again for
+    new scalar values) stays what was prepared.
 
     Args:
         kernel: The kernel to launch.
