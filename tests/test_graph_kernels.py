@@ -46,6 +46,7 @@ from vyre_async.kernels._pagerank import (
     pr_dangling,
     pr_gather,
     pr_init,
+    pr_renumber,
     pr_update,
 )
 from vyre_async.kernels._pagerank import STATE_DONE as PR_DONE
@@ -378,17 +379,37 @@ class PageRankRun:
     state: np.ndarray
 
 
-def _pagerank(graph: Graph, *, damping: float, tol: float, max_iter: int) -> PageRankRun:
-    """``pr_init`` on A, then the documented two-iteration body until done, and more."""
-    in_offsets, in_indices = graph.csr(transposed=True)
+def _pagerank(
+    graph: Graph, rng: np.random.Generator, *, damping: float, tol: float, max_iter: int
+) -> PageRankRun:
+    """``pr_init`` on A, then the documented two-iteration body until done, and more.
+
+    The shares are stored in a random order (any permutation must give the same
+    ranks), with the in-lists renumbered to match by ``pr_renumber``.
+    """
+    in_offsets, graph_in_indices = graph.csr(transposed=True)
     out_degree = graph.out_degree()
+    rank_of = rng.permutation(graph.n).astype(np.int32)
+    in_indices = np.full(len(graph_in_indices), -1, dtype=np.int32)  # garbage: all written
+    _call(
+        pr_renumber,
+        {"in_indices": graph_in_indices, "rank_of": rank_of, "renumbered": in_indices},
+    )
+    np.testing.assert_array_equal(in_indices, rank_of[graph_in_indices])
     a = np.full(graph.n, np.nan, dtype=np.float32)  # garbage: init must overwrite A
     b = np.full(graph.n, np.nan, dtype=np.float32)  # garbage: init must zero B
     state = np.full(PR_STATE_WORDS, 5.0, dtype=np.float32)
     contrib = np.full(graph.n, np.nan, dtype=np.float32)  # garbage: init must set it
     _call(
         pr_init,
-        {"rank": a, "other": b, "contrib": contrib, "out_degree": out_degree, "pr_state": state},
+        {
+            "rank": a,
+            "other": b,
+            "contrib": contrib,
+            "out_degree": out_degree,
+            "rank_of": rank_of,
+            "pr_state": state,
+        },
         tol=tol,
         max_iter=max_iter,
     )
@@ -401,7 +422,13 @@ def _pagerank(graph: Graph, *, damping: float, tol: float, max_iter: int) -> Pag
         gather = {"in_offsets": in_offsets, "in_indices": in_indices, "sums": dst}
         shares = _read_only(contrib.view())
         _call(pr_gather, {**gather, "contrib": shares, "pr_state": _read_only(state.view())})
-        update = {"rank_in": src, "rank_out": dst, "out_degree": out_degree, "contrib": contrib}
+        update = {
+            "rank_in": src,
+            "rank_out": dst,
+            "out_degree": out_degree,
+            "rank_of": rank_of,
+            "contrib": contrib,
+        }
         _call(pr_update, {**update, "pr_state": state}, damping=damping)
         _call(pr_check, {"pr_state": state})
 
@@ -480,7 +507,7 @@ def test_pagerank_stopped_at_tol_is_within_its_error_bound_of_networkx(
     graph = PAGERANK_SHAPES[shape](rng)
     expected = _networkx_pagerank(graph, damping)
 
-    run = _pagerank(graph, damping=damping, tol=1e-7, max_iter=1000)
+    run = _pagerank(graph, rng, damping=damping, tol=1e-7, max_iter=1000)
 
     last_diff = float(run.state[STATE_LAST_DIFF])
     converged = run.state[STATE_ITERATIONS] < 1000
@@ -501,7 +528,7 @@ def test_pagerank_float32_settles_within_1e_5_of_networkx(
     graph = PAGERANK_SHAPES[shape](rng)
     expected = _networkx_pagerank(graph, damping)
 
-    run = _pagerank(graph, damping=damping, tol=0.0, max_iter=600)
+    run = _pagerank(graph, rng, damping=damping, tol=0.0, max_iter=600)
 
     assert run.state[STATE_ITERATIONS] == 600
     assert run.state[STATE_LAST_DIFF] < F32_DIFF_FLOOR
@@ -524,7 +551,7 @@ def test_pagerank_of_a_large_hub_matches_float64_power_iteration(
     )
     expected = _power_iteration(graph, 0.85)
 
-    run = _pagerank(graph, damping=0.85, tol=0.0, max_iter=200)
+    run = _pagerank(graph, rng, damping=0.85, tol=0.0, max_iter=200)
 
     assert int(np.argmax(run.ranks)) == hub
     assert _relative_error(run.ranks, expected) <= F32_FLOOR
@@ -536,7 +563,7 @@ def test_pagerank_runs_exactly_max_iter_iterations(max_iter: int, rng: np.random
     graph = _random(rng, 300, 900, symmetric=False)
     expected = _power_iteration(graph, 0.85, iterations=max_iter)
 
-    run = _pagerank(graph, damping=0.85, tol=0.0, max_iter=max_iter)
+    run = _pagerank(graph, rng, damping=0.85, tol=0.0, max_iter=max_iter)
 
     assert run.state[STATE_ITERATIONS] == max_iter
     assert _relative_error(run.ranks, expected) <= 1e-5
@@ -547,7 +574,7 @@ def test_pagerank_without_iterations_keeps_uniform_ranks(max_iter: int) -> None:
     """max_iter <= 0: done at once, no iteration counted, ranks stay 1/n in buffer A."""
     graph = _random(np.random.default_rng(0), 50, 100, symmetric=False)
 
-    run = _pagerank(graph, damping=0.85, tol=1e-7, max_iter=max_iter)
+    run = _pagerank(graph, np.random.default_rng(1), damping=0.85, tol=1e-7, max_iter=max_iter)
 
     assert run.state[STATE_ITERATIONS] == 0
     np.testing.assert_array_equal(run.ranks, np.full(50, np.float32(1.0) / np.float32(50)))
@@ -578,7 +605,13 @@ def test_pagerank_kernels_do_nothing_once_done(rng: np.random.Generator) -> None
     )
     _call(
         pr_update,
-        {"rank_in": rank_in, "rank_out": rank_out, "contrib": contrib, **common},
+        {
+            "rank_in": rank_in,
+            "rank_out": rank_out,
+            "contrib": contrib,
+            "rank_of": rng.permutation(100).astype(np.int32),
+            **common,
+        },
         damping=0.85,
     )
     _call(pr_check, {"pr_state": state})

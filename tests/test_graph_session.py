@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import anyio
 import numpy as np
 import pytest
@@ -9,7 +11,8 @@ from graph_references import GRAPH_SHAPES, pagerank_float64, scipy_levels
 
 import vyre_async as va
 from vyre_async.graphs import CsrGraph
-from vyre_async.testing import assert_no_resident_leaks
+from vyre_async.sessions._replica import shares_order
+from vyre_async.testing import assert_no_resident_leaks, capture_logs
 
 
 def _sources(rng: np.random.Generator, graph: CsrGraph, count: int = 3) -> list[int]:
@@ -52,6 +55,67 @@ async def test_pagerank_equals_float64_power_iteration(
         ranks = await session.pagerank(damping=damping, tol=1e-12, max_iter=400)
     want = pagerank_float64(graph, damping)
     assert ranks.dtype == np.float32
+    assert np.max(np.abs(ranks - want)) <= 1e-5 * np.max(want)
+
+
+def test_shares_order_puts_high_out_degree_first(rng: np.random.Generator) -> None:
+    """rank_of is a permutation sorting vertices by falling out-degree, ties by number."""
+    degree = rng.integers(0, 6, int(rng.integers(1, 300))).astype(np.int32)
+    rank_of = shares_order(degree)
+    order = np.empty_like(rank_of)
+    order[rank_of] = np.arange(len(degree), dtype=np.int32)  # vertex stored at each slot
+    np.testing.assert_array_equal(np.sort(rank_of), np.arange(len(degree)))
+    want = sorted(range(len(degree)), key=lambda v: (-int(degree[v]), v))
+    np.testing.assert_array_equal(order, want)
+
+
+async def test_first_pagerank_uploads_the_shares_order_once(rng: np.random.Generator) -> None:
+    """The first PageRank uploads 4 bytes per vertex and keeps renumbered in-lists.
+
+    Later runs upload and allocate nothing more; the ranks stay right.
+    """
+    graph = GRAPH_SHAPES["rmat_skewed"](rng)
+    n, scratch = graph.num_vertices, 3 * 4 * graph.num_vertices + 4 * va.kernels.PR_STATE_WORDS
+    async with va.open_backend("cpu") as backend:
+        async with backend.resident_graph(graph) as session:
+            live = backend.telemetry().resident_bytes_live
+            first = await session.pagerank(tol=1e-9, max_iter=300)
+            after_first = (session.stats().bytes_uploaded_by_runs, backend.telemetry())
+            second = await session.pagerank(tol=1e-9, max_iter=300)
+            after_second = (session.stats().bytes_uploaded_by_runs, backend.telemetry())
+        assert_no_resident_leaks(backend.telemetry())
+    assert after_first[0] == after_second[0] == 4 * n
+    # Ranks, shares and state; the order; the renumbered in-lists.
+    added = after_first[1].resident_bytes_live - live
+    assert added == scratch + 4 * n + 4 * graph.num_edges
+    assert after_second[1].resident_bytes_live == after_first[1].resident_bytes_live
+    want = pagerank_float64(graph, 0.85)
+    for ranks in (first, second):
+        assert np.max(np.abs(ranks - want)) <= 1e-5 * np.max(want)
+
+
+async def test_pagerank_keeps_the_graph_order_when_the_renumbered_copy_does_not_fit(
+    rng: np.random.Generator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Out of memory for the renumbered in-lists: a warning, then correct ranks anyway."""
+    graph = GRAPH_SHAPES["random_directed"](rng)
+    async with va.open_backend("cpu") as backend:
+        real_alloc = backend.alloc
+        edge_bytes = 4 * graph.num_edges
+
+        async def failing_alloc(nbytes: int, dtype: Any = np.uint8) -> va.ResidentBuffer:
+            if nbytes == edge_bytes:
+                raise va.OutOfMemoryError("injected", fix="none: this is a test.")
+            return await real_alloc(nbytes, dtype)
+
+        async with backend.resident_graph(graph) as session:
+            monkeypatch.setattr(backend, "alloc", failing_alloc)
+            with capture_logs() as logs:
+                ranks = await session.pagerank(tol=1e-9, max_iter=300)
+        assert_no_resident_leaks(backend.telemetry())
+    assert graph.num_edges != graph.num_vertices  # the injected size hits only the copy
+    assert [e["event"] for e in logs if e["log_level"] == "warning"] == ["pagerank_in_graph_order"]
+    want = pagerank_float64(graph, 0.85)
     assert np.max(np.abs(ranks - want)) <= 1e-5 * np.max(want)
 
 

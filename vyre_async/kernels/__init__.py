@@ -51,6 +51,7 @@ from ._pagerank import pr_check as pr_check
 from ._pagerank import pr_dangling as pr_dangling
 from ._pagerank import pr_gather as pr_gather
 from ._pagerank import pr_init as pr_init
+from ._pagerank import pr_renumber as pr_renumber
 from ._pagerank import pr_update as pr_update
 from ._reduce import sum_reduce as sum_reduce
 from ._signature import BufferParam as BufferParam
@@ -116,6 +117,7 @@ __all__ = [
     "pr_dangling",
     "pr_gather",
     "pr_init",
+    "pr_renumber",
     "pr_update",
     "sum_reduce",
 ]

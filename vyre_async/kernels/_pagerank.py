@@ -1,5 +1,12 @@
 """Pull PageRank in float32 as five kernels that a resident repeated sequence runs.
 
+The shares ``rank[u] / out_degree[u]`` that ``pr_gather`` reads at random are stored
+in a vertex order of the caller's choice: share of ``u`` at ``rank_of[u]``, and the
+in-lists hold the sources renumbered the same way (``pr_renumber`` makes that copy
+on the device). Numbering sources by falling out-degree puts the most-read shares
+in a few cache lines; ranks and sums stay in the graph's own order. The identity
+order works too, with no copy.
+
 A run is ``pr_init`` on rank buffers A and B (B zeroed), then the body
 ``[pr_dangling(A), pr_gather(A->B), pr_update(A, B), pr_check]`` followed by the same
 with A and B swapped, repeated with fixed scalars: two power iterations per repeat,
@@ -37,7 +44,7 @@ import numpy as np
 
 from ._kernel import Kernel, grid_stride
 from ._signature import BufferParam, ScalarParam
-from ._warp import WARP_MERGE, at_least_one_block, one_thread
+from ._warp import at_least_one_block, one_thread
 
 #: Words in the PageRank state buffer (``float32``); the ``STATE_*`` constants index it.
 STATE_WORDS = 8
@@ -100,6 +107,7 @@ extern "C" __global__ void pr_init(float* __restrict__ rank,
                                    float* __restrict__ other,
                                    float* __restrict__ contrib,
                                    const int* __restrict__ out_degree,
+                                   const int* __restrict__ rank_of,
                                    float* __restrict__ state,
                                    float tol,
                                    int max_iter,
@@ -111,7 +119,7 @@ extern "C" __global__ void pr_init(float* __restrict__ rank,
         rank[i] = uniform;
         other[i] = 0.0f;  // the first pr_gather accumulates into it
         const int degree = __ldg(&out_degree[i]);
-        contrib[i] = degree > 0 ? uniform / (float)degree : 0.0f;
+        contrib[__ldg(&rank_of[i])] = degree > 0 ? uniform / (float)degree : 0.0f;
     }
     if (blockIdx.x == 0 && threadIdx.x == 0) {
         state[0] = 0.0f;
@@ -152,13 +160,13 @@ extern "C" __global__ void pr_dangling(const float* __restrict__ rank,
 
 _GATHER_SOURCE = (
     _PRELUDE
-    + WARP_MERGE
     + r"""
 // Edges per warp task. A hub's in-list is cut into many tasks spread over the grid,
 // so no warp holds the launch open for a hub (one did: 6.4 ms per iteration at R-MAT
 // scale 22, SMs active 43% of the time).
 #define CHUNK 1024
-
+// Groups of 32 edges a warp gathers at once: their loads are in flight together.
+#define STEPS 2
 
 // The vertex whose in-list holds edge j: the largest v with offsets[v] <= j.
 __device__ __forceinline__ long long owning_vertex(const long long* offsets, int n, long long j)
@@ -174,6 +182,33 @@ __device__ __forceinline__ long long owning_vertex(const long long* offsets, int
         }
     }
     return lo;
+}
+
+// Positions inside one chunk fit in 32 bits, so every shuffle below moves one word
+// (the 64-bit merge helpers cost two per shuffle, and shuffles bounded the gather).
+__device__ __forceinline__ int exclusive_scan32(int x, unsigned lane, int* total)
+{
+    int inclusive = x;
+    for (int d = 1; d < 32; d <<= 1) {
+        const int y = __shfl_up_sync(FULL_MASK, inclusive, d);
+        if (lane >= (unsigned)d) {
+            inclusive += y;
+        }
+    }
+    *total = __shfl_sync(FULL_MASK, inclusive, 31);
+    return inclusive - x;
+}
+
+// The largest lane whose merged start is <= k (starts never decrease across lanes).
+__device__ __forceinline__ int owner32(int start, int k)
+{
+    int owner = 0;
+    for (int step = 16; step > 0; step >>= 1) {
+        if (__shfl_sync(FULL_MASK, start, owner + step) <= k) {
+            owner += step;
+        }
+    }
+    return owner;
 }
 
 extern "C" __global__ void pr_gather(const long long* __restrict__ in_offsets,
@@ -195,37 +230,50 @@ extern "C" __global__ void pr_gather(const long long* __restrict__ in_offsets,
         const long long v0 = owning_vertex(in_offsets, n, cs);
         const long long v1 = owning_vertex(in_offsets, n, ce - 1);
         // The chunk's vertices, 32 at a time: their lists (clipped to the chunk) merged,
-        // lane i taking the i-th edge of each 32, then a segmented sum over lanes with
-        // the same owner; each segment's first lane adds it to the owner's sum.
+        // lane i taking the i-th edge of each 32, then a sum over each run of lanes
+        // with the same owner; each run's last lane adds it to the owner's sum.
         for (long long vw = v0; vw <= v1; vw += 32) {
             const long long v = vw + lane;
-            long long begin = ce;
-            long long end = ce;
+            int begin = (int)(ce - cs);  // chunk-relative; lanes past v1 hold no edges
+            int end = begin;
             if (v <= v1) {
-                begin = max(__ldg(&in_offsets[v]), cs);
-                end = min(__ldg(&in_offsets[v + 1]), ce);
+                begin = (int)(max(__ldg(&in_offsets[v]), cs) - cs);
+                end = (int)(min(__ldg(&in_offsets[v + 1]), ce) - cs);
             }
-            long long total = 0;
-            const long long start = warp_exclusive_scan(end - begin, lane, &total);
-            for (long long k0 = 0; k0 < total; k0 += 32) {
-                const long long k = k0 + lane;
-                const int owner = warp_owner(start, k);
-                const long long owner_begin = __shfl_sync(FULL_MASK, begin, owner);
-                const long long owner_start = __shfl_sync(FULL_MASK, start, owner);
-                const long long edge = owner_begin + (k - owner_start);
-                // One gather per edge: rank[u] / out_degree[u] was stored by the last
-                // pr_update (or pr_init), not recomputed from two gathers here.
-                float x = k < total ? __ldg(&contrib[__ldg(&in_indices[edge])]) : 0.0f;
-                for (int d = 1; d < 32; d <<= 1) {
-                    const float y = __shfl_down_sync(FULL_MASK, x, d);
-                    const int y_owner = __shfl_down_sync(FULL_MASK, owner, d);
-                    if (lane + d < 32u && y_owner == owner) {
-                        x += y;
-                    }
+            int total = 0;
+            const int start = exclusive_scan32(end - begin, lane, &total);
+            const int shift = begin - start;  // merged position k is chunk edge k + shift
+            for (int k0 = 0; k0 < total; k0 += 32 * STEPS) {
+                int owner[STEPS];
+                int first[STEPS];
+                float x[STEPS];
+#pragma unroll
+                for (int s = 0; s < STEPS; ++s) {
+                    const int k = k0 + 32 * s + (int)lane;
+                    owner[s] = owner32(start, k);
+                    // The first lane of this step whose edge belongs to the owner.
+                    first[s] = max(__shfl_sync(FULL_MASK, start, owner[s]) - (k - (int)lane), 0);
+                    const int edge = k + __shfl_sync(FULL_MASK, shift, owner[s]);
+                    // One gather per edge: rank[u] / out_degree[u] was stored by the last
+                    // pr_update (or pr_init), not recomputed from two gathers here.
+                    x[s] = k < total ? __ldg(&contrib[__ldg(&in_indices[cs + edge])]) : 0.0f;
                 }
-                const int left_owner = __shfl_up_sync(FULL_MASK, owner, 1);
-                if (k < total && (lane == 0u || left_owner != owner)) {
-                    atomicAdd(&sums[vw + owner], x);
+#pragma unroll
+                for (int s = 0; s < STEPS; ++s) {
+                    const int k = k0 + 32 * s + (int)lane;
+                    // Inclusive scan within each run: lane i ends with lanes first..i.
+                    float sum = x[s];
+                    for (int d = 1; d < 32; d <<= 1) {
+                        const float y = __shfl_up_sync(FULL_MASK, sum, d);
+                        if ((int)lane - d >= first[s]) {
+                            sum += y;
+                        }
+                    }
+                    // A run ends where the next lane starts another run or has no edge.
+                    const int next_first = __shfl_down_sync(FULL_MASK, first[s], 1);
+                    if (k < total && (lane == 31u || next_first != first[s] || k + 1 == total)) {
+                        atomicAdd(&sums[vw + owner[s]], sum);
+                    }
                 }
             }
         }
@@ -240,6 +288,7 @@ _UPDATE_SOURCE = (
 extern "C" __global__ void pr_update(float* __restrict__ rank_in,
                                      float* __restrict__ rank_out,
                                      const int* __restrict__ out_degree,
+                                     const int* __restrict__ rank_of,
                                      float* __restrict__ contrib,
                                      float* __restrict__ state,
                                      float damping,
@@ -258,12 +307,26 @@ extern "C" __global__ void pr_update(float* __restrict__ rank_in,
         rank_out[v] = fresh;
         rank_in[v] = 0.0f;  // the next pr_gather accumulates into it
         const int degree = __ldg(&out_degree[v]);
-        contrib[v] = degree > 0 ? fresh / (float)degree : 0.0f;  // what the next gather reads
+        // What the next gather reads, at the vertex's place in the shares order.
+        contrib[__ldg(&rank_of[v])] = degree > 0 ? fresh / (float)degree : 0.0f;
     }
     block_add_sum(diff, &state[1]);
 }
 """
 )
+
+_RENUMBER_SOURCE = r"""
+extern "C" __global__ void pr_renumber(const int* __restrict__ in_indices,
+                                       const int* __restrict__ rank_of,
+                                       int* __restrict__ renumbered,
+                                       long long edges)
+{
+    const long long stride = (long long)blockDim.x * gridDim.x;
+    for (long long j = (long long)blockIdx.x * blockDim.x + threadIdx.x; j < edges; j += stride) {
+        renumbered[j] = __ldg(&rank_of[__ldg(&in_indices[j])]);
+    }
+}
+"""
 
 _CHECK_SOURCE = r"""
 extern "C" __global__ void pr_check(float* __restrict__ state)
@@ -290,8 +353,8 @@ def pr_init_reference(arrays: Mapping[str, np.ndarray], scalars: Mapping[str, np
     """CPU ``pr_init``: uniform ranks, a zeroed second buffer and a fresh state.
 
     Args:
-        arrays: ``rank``, ``other``, ``contrib`` (float32, written), ``out_degree``
-            (read) and ``pr_state`` (8 float32, written).
+        arrays: ``rank``, ``other``, ``contrib`` (float32, written), ``out_degree``,
+            ``rank_of`` (read) and ``pr_state`` (8 float32, written).
         scalars: ``tol``, ``max_iter`` and the derived ``n``.
     """
     rank, state = arrays["rank"], arrays["pr_state"]
@@ -299,7 +362,7 @@ def pr_init_reference(arrays: Mapping[str, np.ndarray], scalars: Mapping[str, np
     if n > 0:
         rank.fill(_f32(1.0) / _f32(n))
     arrays["other"].fill(0)
-    _store_shares(arrays["contrib"], rank, arrays["out_degree"])
+    _store_shares(arrays["contrib"], rank, arrays["out_degree"], arrays["rank_of"])
     done = 1.0 if max_iter <= 0 or n <= 0 else 0.0
     limit = float(min(max_iter, PR_MAX_ITER_LIMIT))
     state[:] = (0.0, 0.0, done, 0.0, scalars["tol"].item(), limit, 0.0, 0.0)
@@ -324,11 +387,14 @@ def pr_dangling_reference(
     state[STATE_DANGLING] += _f32(mass)
 
 
-def _store_shares(contrib: np.ndarray, rank: np.ndarray, degree: np.ndarray) -> None:
-    """``contrib[v] = rank[v] / out_degree[v]`` in float32, 0 where there are no out-edges."""
-    contrib.fill(0)
+def _store_shares(
+    contrib: np.ndarray, rank: np.ndarray, degree: np.ndarray, rank_of: np.ndarray
+) -> None:
+    """``contrib[rank_of[v]] = rank[v] / out_degree[v]`` in float32, 0 without out-edges."""
+    shares = np.zeros_like(contrib)
     has_edges = degree > 0
-    contrib[has_edges] = rank[has_edges] / degree[has_edges].astype(np.float32)
+    shares[has_edges] = rank[has_edges] / degree[has_edges].astype(np.float32)
+    contrib[rank_of] = shares
 
 
 def pr_gather_reference(
@@ -340,8 +406,8 @@ def pr_gather_reference(
     device's warp partial sums and atomic adds.
 
     Args:
-        arrays: ``in_offsets``, ``in_indices``, ``contrib`` (read), ``sums`` (added to)
-            and ``pr_state`` (read).
+        arrays: ``in_offsets``, ``in_indices`` (sources in the shares order),
+            ``contrib`` (read), ``sums`` (added to) and ``pr_state`` (read).
         scalars: The derived ``n``.
     """
     n = int(scalars["n"].item())
@@ -359,7 +425,8 @@ def pr_update_reference(
 
     Args:
         arrays: ``rank_in`` (read, then zeroed), ``rank_out`` (sums in, ranks out),
-            ``out_degree`` (read), ``contrib`` (written) and ``pr_state`` (updated).
+            ``out_degree``, ``rank_of`` (read), ``contrib`` (written) and ``pr_state``
+            (updated).
         scalars: ``damping`` and the derived ``n``.
     """
     state = arrays["pr_state"]
@@ -374,7 +441,19 @@ def pr_update_reference(
     state[STATE_DIFF] += _f32(np.abs(fresh - rank_in).sum(dtype=np.float64))
     rank_out[:] = fresh
     rank_in.fill(0)
-    _store_shares(arrays["contrib"], rank_out, arrays["out_degree"])
+    _store_shares(arrays["contrib"], rank_out, arrays["out_degree"], arrays["rank_of"])
+
+
+def pr_renumber_reference(
+    arrays: Mapping[str, np.ndarray], scalars: Mapping[str, np.generic]
+) -> None:
+    """CPU ``pr_renumber``: ``renumbered[j] = rank_of[in_indices[j]]``.
+
+    Args:
+        arrays: ``in_indices``, ``rank_of`` (read) and ``renumbered`` (written).
+        scalars: The derived ``edges``.
+    """
+    arrays["renumbered"][:] = arrays["rank_of"][arrays["in_indices"]]
 
 
 def pr_check_reference(arrays: Mapping[str, np.ndarray], scalars: Mapping[str, np.generic]) -> None:
@@ -398,6 +477,8 @@ def pr_check_reference(arrays: Mapping[str, np.ndarray], scalars: Mapping[str, n
 _STATE = BufferParam("pr_state", np.float32, "inout", STATE_WORDS)
 _N = ScalarParam("n", np.int32, default="v")
 _OUT_DEGREE = BufferParam("out_degree", np.int32, "in", "v")
+#: Where each vertex's share is stored (a permutation of ``0..v-1``).
+_RANK_OF = BufferParam("rank_of", np.int32, "in", "v")
 #: ``rank[v] / out_degree[v]`` of the current ranks (0 without out-edges).
 _CONTRIB = BufferParam("contrib", np.float32, "inout", "v")
 
@@ -410,6 +491,7 @@ pr_init = Kernel(
         BufferParam("other", np.float32, "inout", "v"),
         _CONTRIB,
         _OUT_DEGREE,
+        _RANK_OF,
         _STATE,
         ScalarParam("tol", np.float32),
         ScalarParam("max_iter", np.int32),
@@ -457,6 +539,7 @@ pr_update = Kernel(
         BufferParam("rank_in", np.float32, "inout", "v"),
         BufferParam("rank_out", np.float32, "inout", "v"),
         _OUT_DEGREE,
+        _RANK_OF,
         _CONTRIB,
         _STATE,
         ScalarParam("damping", np.float32),
@@ -464,6 +547,20 @@ pr_update = Kernel(
     ),
     launch=grid_stride("v", block=_BLOCK, items_per_thread=8, max_blocks=1024),
     reference=pr_update_reference,
+)
+
+pr_renumber = Kernel(
+    name="pr_renumber",
+    source=_RENUMBER_SOURCE,
+    entry="pr_renumber",
+    params=(
+        BufferParam("in_indices", np.int32, "in", "e"),
+        _RANK_OF,
+        BufferParam("renumbered", np.int32, "inout", "e"),
+        ScalarParam("edges", np.int64, default="e"),
+    ),
+    launch=grid_stride("e", block=_BLOCK, items_per_thread=8, max_blocks=65535),
+    reference=pr_renumber_reference,
 )
 
 pr_check = Kernel(
@@ -476,4 +573,11 @@ pr_check = Kernel(
 )
 
 #: The PageRank kernels, in the order a run first uses them.
-PAGERANK_KERNELS: tuple[Kernel, ...] = (pr_init, pr_dangling, pr_gather, pr_update, pr_check)
+PAGERANK_KERNELS: tuple[Kernel, ...] = (
+    pr_renumber,
+    pr_init,
+    pr_dangling,
+    pr_gather,
+    pr_update,
+    pr_check,
+)

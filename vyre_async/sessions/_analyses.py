@@ -10,7 +10,7 @@ runs allocate nothing. Every run adds its telemetry delta to the session's count
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 import numpy as np
 
@@ -148,13 +148,19 @@ async def pagerank_on(
     params: tuple[float, float, int],
     check: Callable[[], None],
     keep: Callable[[], bool],
+    order: Callable[[], Awaitable[np.ndarray]],
     out: np.ndarray | None = None,
 ) -> np.ndarray:
-    """Pull PageRank (``params`` = damping, tol, max_iter) on one replica (into ``out``)."""
+    """Pull PageRank (``params`` = damping, tol, max_iter) on one replica (into ``out``).
+
+    ``order`` gives the shares order (:func:`.shares_order`) the first time the
+    replica runs PageRank; that run also uploads it and renumbers the in-lists.
+    """
     damping, tol, max_iter = params
     backend = replica.backend
     before = backend.activity()
     started = time.perf_counter_ns()
+    inputs = await replica.pagerank_inputs(order)
     scratch, reused = await replica.pr_scratch(num_vertices)
     counters.scratch_reused += reused
     rank_a, rank_b, contrib, pr_state = scratch
@@ -171,7 +177,7 @@ async def pagerank_on(
                 _pagerank.pr_gather,
                 {
                     "in_offsets": b["in_offsets"],
-                    "in_indices": b["in_indices"],
+                    "in_indices": inputs.in_indices,
                     "contrib": contrib,
                     "sums": dst,
                     "pr_state": pr_state,
@@ -183,6 +189,7 @@ async def pagerank_on(
                     "rank_in": src,
                     "rank_out": dst,
                     "out_degree": b["out_degree"],
+                    "rank_of": inputs.rank_of,
                     "contrib": contrib,
                     "pr_state": pr_state,
                 },
@@ -199,6 +206,7 @@ async def pagerank_on(
                 "other": rank_b,
                 "contrib": contrib,
                 "out_degree": b["out_degree"],
+                "rank_of": inputs.rank_of,
                 "pr_state": pr_state,
             },
             {"tol": tol, "max_iter": max_iter},

@@ -42,7 +42,7 @@ from ._batch_stats import BatcherStats
 from ._batcher import DynamicBatcher
 from ._planner import Readback, TraversalQuery
 from ._query_block import QueryBlock, block_group, block_lanes, split_rows
-from ._replica import GraphReplica
+from ._replica import GraphReplica, shares_order
 from ._stats import RunCounters, SessionStats
 
 __all__ = ["DEFAULT_QUERY_BUDGET", "BatchingConfig", "ResidentGraphSession", "SessionState"]
@@ -118,6 +118,8 @@ class ResidentGraphSession:
         self._batcher: DynamicBatcher[QueryBlock, Any] | None = None
         self._task_group: anyio.abc.TaskGroup | None = None
         self._query_ids = itertools.count()
+        self._shares_order: np.ndarray | None = None
+        self._shares_order_lock = anyio.Lock()
 
     # ----------------------------------------------------------------- lifecycle
     @property
@@ -395,9 +397,26 @@ class ResidentGraphSession:
         n, params = self._graph.num_vertices, (damping, tol, max_iter)
         return await self._on_replica(
             lambda r: pagerank_on(
-                r, self._counters, n, params, self._check_open, self._is_open, out
+                r,
+                self._counters,
+                n,
+                params,
+                self._check_open,
+                self._is_open,
+                self._pagerank_order,
+                out,
             )
         )
+
+    async def _pagerank_order(self) -> np.ndarray:
+        """The shares order of this graph, worked out once (off the loop) for every replica."""
+        async with self._shares_order_lock:
+            if self._shares_order is None:
+                graph = self._graph
+                self._shares_order = await anyio.to_thread.run_sync(
+                    lambda: shares_order(graph.out_degree())
+                )
+        return self._shares_order
 
     async def bfs_many(
         self,

@@ -7,15 +7,46 @@ is lost is taken out and its work runs again on the others.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
+from typing import NamedTuple
 
 import anyio
 import numpy as np
 
-from ..backends import Backend, BackendState, PreparedSequence, ResidentBuffer
+from ..backends import Backend, BackendState, PreparedSequence, ResidentBuffer, SequenceStep
 from ..errors import OutOfMemoryError
 from ..graphs import CsrGraph
 from ..kernels import _bfs, _pagerank
+from ..logging import get_logger
+
+_log = get_logger("vyre_async.sessions")
+
+
+def shares_order(out_degree: np.ndarray) -> np.ndarray:
+    """Where PageRank stores each vertex's share: by falling out-degree, ties by number.
+
+    A vertex's share is read once per out-edge, so this puts the most-read shares
+    together in a few cache lines (measured: ``bench/pr_locality.py``).
+
+    Returns:
+        int32 ``rank_of``: vertex ``u``'s share is stored at ``rank_of[u]``.
+    """
+    order = np.argsort(-out_degree.astype(np.int64), kind="stable")
+    rank_of = np.empty(len(order), np.int32)
+    rank_of[order] = np.arange(len(order), dtype=np.int32)
+    return rank_of
+
+
+class PagerankInputs(NamedTuple):
+    """What PageRank's kernels read besides the graph: see :mod:`..kernels._pagerank`.
+
+    Attributes:
+        in_indices: The in-lists' sources, renumbered by ``rank_of``.
+        rank_of: Where each vertex's share is stored.
+    """
+
+    in_indices: ResidentBuffer
+    rank_of: ResidentBuffer
 
 
 class BfsScratch:
@@ -56,6 +87,8 @@ class GraphReplica:
         self.busy = 0
         #: Why the replica was taken out (its device was lost), or None.
         self.lost: BaseException | None = None
+        self._pagerank_inputs: PagerankInputs | None = None
+        self._pagerank_lock = anyio.Lock()
 
     async def upload(self, graph: CsrGraph, arrays: Mapping[str, np.ndarray]) -> None:
         """Upload the graph's device arrays in one group (one allocation)."""
@@ -98,6 +131,53 @@ class GraphReplica:
         buffers.append(await self.backend.alloc(4 * _pagerank.STATE_WORDS, np.float32))
         self.scratch += buffers
         return tuple(buffers), False
+
+    async def pagerank_inputs(self, order: Callable[[], Awaitable[np.ndarray]]) -> PagerankInputs:
+        """PageRank's renumbered in-lists and shares order, made by the first call.
+
+        ``order`` gives the host ``rank_of`` (see :func:`shares_order`); it is
+        uploaded (4 bytes per vertex) and the in-lists renumbered on the device into
+        a copy of ``in_indices`` kept until the session closes. Where that copy does
+        not fit, PageRank keeps the graph's own order (an identity ``rank_of``): slower
+        gathers, no extra memory.
+        """
+        if self._pagerank_inputs is not None:
+            return self._pagerank_inputs
+        async with self._pagerank_lock:
+            if self._pagerank_inputs is None:
+                self._pagerank_inputs = await self._renumber(order)
+        return self._pagerank_inputs
+
+    async def _renumber(self, order: Callable[[], Awaitable[np.ndarray]]) -> PagerankInputs:
+        backend = self.backend
+        in_indices = self.buffers["in_indices"]
+        if in_indices.size == 0:  # no edges: nothing to renumber, any order will do
+            return PagerankInputs(in_indices, await self._keep(backend.upload(await order())))
+        try:
+            renumbered = await self._keep(backend.alloc(in_indices.nbytes, np.int32))
+        except OutOfMemoryError as exc:
+            _log.warning(
+                "pagerank_in_graph_order",
+                replica=self.index,
+                device=backend.device_name,
+                needed=in_indices.nbytes,
+                error=exc.what,
+            )
+            identity = np.arange(self.buffers["out_degree"].size, dtype=np.int32)
+            return PagerankInputs(in_indices, await self._keep(backend.upload(identity)))
+        rank_of = await self._keep(backend.upload(await order()))
+        step = SequenceStep(
+            _pagerank.pr_renumber,
+            {"in_indices": in_indices, "rank_of": rank_of, "renumbered": renumbered},
+        )
+        await backend.submit_sequence([step])
+        return PagerankInputs(renumbered, rank_of)
+
+    async def _keep(self, made: Awaitable[ResidentBuffer]) -> ResidentBuffer:
+        """Await a new buffer and keep it with the scratch, freed when the session closes."""
+        buffer = await made
+        self.scratch.append(buffer)
+        return buffer
 
     async def free_all(self) -> None:
         """Free the graph and every scratch buffer; runs even when cancelled."""

@@ -23,7 +23,8 @@ class SessionStats(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         uploads_avoided: Graph uploads the runs did not need (one per run).
         bytes_not_reuploaded: One copy of the graph's bytes times ``runs``.
         allocations_avoided: Scratch buffer sets reused instead of allocated again.
-        bytes_uploaded_by_runs: Bytes the runs themselves uploaded (small state).
+        bytes_uploaded_by_runs: Bytes the runs themselves uploaded: small state, and
+            on each device's first PageRank its shares order (4 bytes per vertex).
         host_syncs: Host synchronisations of all runs.
         levels: BFS levels (or PageRank iterations) all runs executed on the device.
         host_syncs_per_run: ``host_syncs / runs``.
