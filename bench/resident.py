@@ -10,8 +10,8 @@
     in two loops on both sides: each result dropped before the next call (the
     headline ratio; our loop also reads the session's stats and counts the edges
     reached between calls, outside the timing), and back to back with each result
-    kept until the next call has returned (``results_held``). Ours took 0.5-0.9 ms
-    longer in the first loop in runs 48 and 49, CuPy's about the same in both.
+    kept until the next call has returned (``results_held``). Ours took 0.25-0.9 ms
+    longer in the first loop in runs 48 and 49; CuPy's two were mostly within 0.1 ms.
 (e) CPU backend: one BFS vs SciPy's breadth_first_order on the same graph
 
 Usage: ``python bench/resident.py --scale 22 --out results.json``

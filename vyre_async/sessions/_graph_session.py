@@ -367,6 +367,11 @@ class ResidentGraphSession:
     ) -> np.ndarray:
         """PageRank by pull iteration in float32; dangling mass spread uniformly.
 
+        The first call on each device uploads the order the shares are stored in
+        (hubs first, 4 bytes per vertex) and keeps a copy of the in-lists renumbered
+        to it (4 bytes per edge) until the session closes; where that copy does not
+        fit, PageRank runs in the graph's own order and logs a warning.
+
         Args:
             damping: Probability of following an edge, in (0, 1).
             tol: Stop once the L1 change of one iteration is below ``tol``.
