@@ -100,6 +100,69 @@ async def test_reads_around_the_driver_copy_band_are_exact(
     await cuda.free(buf)
 
 
+async def test_a_dropped_read_result_is_reused_page_locked_and_exact(
+    cuda: va.Backend, rng: np.random.Generator
+) -> None:
+    """16 MiB reads dropped one after another: from the second read on they land in
+    the first read's block, page-locked, and each equals the buffer's current bytes."""
+    device = cuda._cuda()  # type: ignore[attr-defined]
+    array = rng.integers(-(2**31), 2**31 - 1, 4 << 20, dtype=np.int32)
+    buf = await cuda.upload(array)
+    first = await cuda.read(buf)
+    np.testing.assert_array_equal(first, array)
+    address = first.ctypes.data
+    assert not device.is_page_locked(address, first.nbytes)
+    del first
+    for _ in range(3):
+        array = rng.integers(-(2**31), 2**31 - 1, array.size, dtype=np.int32)
+        await cuda.write(buf, array)
+        got = await cuda.read(buf)
+        np.testing.assert_array_equal(got, array)
+        assert got.ctypes.data == address
+        assert device.is_page_locked(address, got.nbytes)
+        del got
+    await cuda.free(buf)
+
+
+async def test_read_results_kept_are_not_overwritten_by_later_reads(
+    cuda: va.Backend, rng: np.random.Generator
+) -> None:
+    """A kept result (or a view of one) keeps its values however many reads follow."""
+    array = rng.integers(-(2**31), 2**31 - 1, 3 << 20, dtype=np.int32)
+    buf = await cuda.upload(array)
+    kept, views, wants = [], [], []
+    for _ in range(4):
+        got = await cuda.read(buf)
+        np.testing.assert_array_equal(got, array)
+        kept.append(got)
+        views.append(got[1::7])
+        wants.append(array[1::7].copy())
+        array = rng.integers(-(2**31), 2**31 - 1, array.size, dtype=np.int32)
+        await cuda.write(buf, array)
+        del got
+    kept.clear()  # the views alone keep their blocks lent
+    for _ in range(3):
+        np.testing.assert_array_equal(await cuda.read(buf), array)
+    for view, want in zip(views, wants, strict=True):
+        np.testing.assert_array_equal(view, want)
+    await cuda.free(buf)
+
+
+async def test_read_results_stay_valid_after_the_backend_closes(
+    rng: np.random.Generator,
+) -> None:
+    """Arrays lent from page-locked blocks are ordinary memory once the backend is gone."""
+    array = rng.integers(-(2**31), 2**31 - 1, 4 << 20, dtype=np.int32)
+    async with va.open_backend("cuda") as backend:
+        buf = await backend.upload(array)
+        for _ in range(3):  # the third read lands in a page-locked block
+            held = await backend.read(buf)
+        assert backend._cuda().is_page_locked(held.ctypes.data, held.nbytes)  # type: ignore[attr-defined]
+    np.testing.assert_array_equal(held, array)
+    held[:] = 0  # still writable host memory
+    assert not held.any()
+
+
 def _hub_graph(rng: np.random.Generator, *, symmetric: bool) -> CsrGraph:
     """Hubs 0-5 of very different degrees, all reached from vertex 6 at level 1."""
     n = 400_000

@@ -25,7 +25,7 @@ from typing import Any
 import anyio
 import numpy as np
 
-from ..errors import DispatchError, LifecycleError, VyreError
+from ..errors import DispatchError, LifecycleError, OutOfMemoryError, VyreError
 from ..kernels import BUILTIN_KERNELS
 from ..kernels._kernel import BoundCall, Kernel
 from ..streams._bucket_pool import bucket_capacity
@@ -40,6 +40,7 @@ from ._cuda_graphs import GRAPH_MIN_LAUNCHES, BodyGraphs, StepPlans
 from ._cuda_launch import KernelCache, LoadedKernel
 from ._cuda_readback import COPY_THREADS, copy_out_pieces, plan_read_pieces
 from ._cuda_staging import COPY_PAD, StagingPlan, fill_inputs, plan_staging, take_outputs
+from ._host_results import HostBlock, ResultBlocks
 from ._resident import ResidentBuffer, slab_layout
 
 #: Streams dispatches are spread over, round robin.
@@ -55,6 +56,10 @@ PAGEABLE_READ_MAX_BYTES = 32 << 20
 SMALL_READ_BYTES = 4096
 #: ...of which this many are kept idle.
 SMALL_READS_KEPT = 16
+#: Read-result blocks (see :mod:`._host_results`) kept idle for the next read...
+RESULT_BLOCKS_IDLE_BYTES = 128 << 20
+#: ...and page-locked once they come back, up to this many bytes in all.
+RESULT_BLOCKS_LOCKED_BYTES = 256 << 20
 _SMALL_READ_CAPACITY = bucket_capacity(SMALL_READ_BYTES)
 
 
@@ -146,6 +151,8 @@ class CudaBackend(BackendCore[DeviceAllocation]):
         self._plans: dict[tuple[Any, ...], StagingPlan] = {}
         self._step_plans = StepPlans()
         self._small_reads: list[PinnedBuffer] = []  # idle page-locked blocks for small reads
+        self._results = ResultBlocks(RESULT_BLOCKS_IDLE_BYTES, self._unregister)
+        self._lock_results = True  # until the driver once refuses to page-lock a block
         self._slab_of: dict[int, _Slab] = {}  # id(member view) -> its slab
         self._next_stream = itertools.count()
         self._baseline = (0, 0)
@@ -189,6 +196,8 @@ class CudaBackend(BackendCore[DeviceAllocation]):
             else:
                 staged.collect()
 
+        locked_results = self._results.close()  # lent arrays stay valid, just pageable
+
         def release_all() -> None:
             try:
                 if device.lost:
@@ -200,6 +209,11 @@ class CudaBackend(BackendCore[DeviceAllocation]):
                     self._stream_pool.release(stream)
                 while self._small_reads:
                     self._pinned.release(self._small_reads.pop())
+                for block in locked_results:
+                    try:
+                        device.call(device.driver.cuMemHostUnregister, block.address)
+                    except VyreError as exc:
+                        self._log.warning("unregistering a read result failed", error=exc.what)
                 self._graphs.close()
                 self._kernels.close()
                 leaks = {
@@ -789,6 +803,8 @@ class CudaBackend(BackendCore[DeviceAllocation]):
         offsets = list(itertools.accumulate((-(-s // 256) * 256 for s in sizes), initial=0))
         total = sum(sizes)
         if _driver_copies(total):
+            if len(plans) == 1:
+                return [await self._read_recycled(plans[0])]
             return await self._read_pageable(plans)
         if total > _INLINE_COPY_BYTES:
             return await self._read_in_pieces(plans, sizes, offsets)
@@ -815,7 +831,7 @@ class CudaBackend(BackendCore[DeviceAllocation]):
         return arrays
 
     async def _read_into(self, plan: ReadPlan, out: np.ndarray) -> None:
-        storage, buffer, offset, count = plan
+        _, buffer, _, count = plan
         nbytes = count * buffer.dtype.itemsize
         device = self._cuda()
         if nbytes <= _INLINE_COPY_BYTES or not device.is_page_locked(out.ctypes.data, nbytes):
@@ -826,17 +842,78 @@ class CudaBackend(BackendCore[DeviceAllocation]):
             await self._copy_into(out.reshape(-1).view(np.uint8), result)
             return
 
-        # Page-locked: the device copies straight into the caller's array.
+        await self._read_page_locked(plan, out)
+
+    async def _read_page_locked(self, plan: ReadPlan, out: np.ndarray) -> None:
+        """The device copies straight into ``out``, page-locked host memory.
+
+        A cancelled read returns once the copy has landed: ``out`` does not change
+        after the call returns.
+        """
+        storage, buffer, offset, count = plan
+        device = self._cuda()
+
         def enqueue(stream: Any) -> None:
             device.call(
                 device.driver.cuMemcpyDtoHAsync,
                 out.ctypes.data,
                 storage.ptr + offset * buffer.dtype.itemsize,
-                nbytes,
+                count * buffer.dtype.itemsize,
                 stream,
             )
 
         await self._stream_op(enqueue, functools.partial(_keep_alive, out), settle=True)
+
+    async def _read_recycled(self, plan: ReadPlan) -> np.ndarray:
+        """A mid-sized read into a block lent from ``self._results`` (:mod:`._host_results`).
+
+        A block lent before, so come back, is page-locked first (once, in a worker
+        thread, while the page-locked total stays under ``RESULT_BLOCKS_LOCKED_BYTES``)
+        and then takes the device's copy directly; any other block takes the driver's
+        pageable copy. If the driver refuses to page-lock one, no block is offered to it
+        again and reads go on pageable.
+        """
+        _, buffer, _, count = plan
+        nbytes = count * buffer.dtype.itemsize
+        results = self._results
+        block = results.take(nbytes)
+        try:
+            if (
+                self._lock_results
+                and block.lent
+                and not block.page_locked
+                and results.page_locked_bytes + block.nbytes <= RESULT_BLOCKS_LOCKED_BYTES
+            ):
+                await self._page_lock(block)
+            target = block.array[:nbytes]
+            if block.page_locked:
+                await self._read_page_locked(plan, target)
+            else:
+                await self._read_pageable([plan], into=target)
+        except BaseException:
+            results.put_back(block)  # no copy into it is left running
+            raise
+        return results.lend(block, buffer.dtype, count)
+
+    async def _page_lock(self, block: HostBlock) -> None:
+        device = self._cuda()
+        try:
+            await anyio.to_thread.run_sync(
+                device.call,
+                device.driver.cuMemHostRegister,
+                block.address,
+                block.nbytes,
+                0,
+                limiter=self._copy_limiter,
+            )
+        except (DispatchError, OutOfMemoryError) as exc:
+            self._lock_results = False
+            self._log.warning("read results stay pageable", error=exc.what)
+            return
+        self._results.mark_page_locked(block)
+
+    def _unregister(self, block: HostBlock) -> None:
+        self._cuda().call(self._cuda().driver.cuMemHostUnregister, block.address)
 
     async def _read_pageable(
         self, plans: list[ReadPlan], into: np.ndarray | None = None
