@@ -457,7 +457,12 @@ class BackendCore(ABC, Generic[S]):
     ) -> np.ndarray:
         """Copy elements back; a whole-buffer read keeps the uploaded shape.
 
-        Waits for unfinished dispatches that use the buffer first.
+        Waits for unfinished dispatches that use the buffer first. On the CUDA
+        backend a new array of 2-32 MiB is lent over host memory the backend keeps:
+        an ordinary writable array whose ``base`` is a lease; once it and every view
+        of it are gone, a later read may use that memory again, page-locked (see
+        ``vyre_async/backends/_host_results.py``). Arrays held at once never share
+        memory.
 
         Args:
             buffer: The resident buffer.

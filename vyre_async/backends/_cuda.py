@@ -13,6 +13,11 @@ Work that shares a resident buffer with unfinished work waits for it on the devi
 backend. A kernel not yet loaded is compiled in a worker thread and its launch
 enqueued from a task once it is ready; ``await backend.prepare(kernel)`` does that
 ahead of time.
+
+Reads: a few bytes land in kept page-locked blocks; 2-32 MiB in a block lent from
+:class:`~._host_results.ResultBlocks` (page-locked once it comes back); larger reads
+come back in 2 MiB pieces through page-locked staging (:mod:`._cuda_readback`); a
+page-locked ``out=`` takes the device's copy directly.
 """
 
 from __future__ import annotations
@@ -918,7 +923,10 @@ class CudaBackend(BackendCore[DeviceAllocation]):
     async def _read_pageable(
         self, plans: list[ReadPlan], into: np.ndarray | None = None
     ) -> list[np.ndarray]:
-        """A mid-sized read: the driver copies into fresh arrays, in a worker thread.
+        """A mid-sized read: the driver copies into host memory, in a worker thread.
+
+        Serves several ranges at once, a pageable ``out=``, and a result block's
+        first read (before it is page-locked).
 
         The driver stages pageable copies itself, and from 2 to 32 MiB that beat our
         pieces through page-locked staging by 1.1-2x on an H200 (run 39,
