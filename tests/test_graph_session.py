@@ -44,7 +44,9 @@ async def test_khop_and_reach_count_equal_scipy(rng: np.random.Generator, shape:
             assert await session.reach_count(source) == int((dist >= 0).sum())
 
 
-@pytest.mark.parametrize("shape", ["random_directed", "self_loops_directed", "rmat_skewed"])
+@pytest.mark.parametrize(
+    "shape", ["random_directed", "self_loops_directed", "rmat_skewed", "no_edges", "single_vertex"]
+)
 async def test_pagerank_equals_float64_power_iteration(
     rng: np.random.Generator, shape: str
 ) -> None:

@@ -43,7 +43,15 @@ async def test_bfs_on_large_rmat_uses_both_directions(
 
 
 @pytest.mark.parametrize(
-    "shape", ["random_directed", "self_loops_directed", "rmat_skewed", "star_skewed"]
+    "shape",
+    [
+        "random_directed",
+        "self_loops_directed",
+        "rmat_skewed",
+        "star_skewed",
+        "no_edges",
+        "single_vertex",
+    ],
 )
 async def test_pagerank_equals_float64_on_gpu(
     cuda: va.Backend, rng: np.random.Generator, shape: str
