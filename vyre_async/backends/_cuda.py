@@ -918,7 +918,8 @@ class CudaBackend(BackendCore[DeviceAllocation]):
         self._results.mark_page_locked(block)
 
     def _unregister(self, block: HostBlock) -> None:
-        self._cuda().call(self._cuda().driver.cuMemHostUnregister, block.address)
+        device = self._cuda()
+        device.call(device.driver.cuMemHostUnregister, block.address)
 
     async def _read_pageable(
         self, plans: list[ReadPlan], into: np.ndarray | None = None
