@@ -469,3 +469,190 @@ async def test_few_in_flight_spin_longer_before_the_first_sleep(
     first_sleep = next(now for now, wait in sleeps if wait > 0)
     # The first poll that sleeps comes at the first step past the budget.
     assert spins_for_s <= first_sleep <= spins_for_s + 100e-6
+
+
+#: A spin budget no test outlives: the waiter keeps polling its own event.
+FOLLOW_S = 60.0
+
+
+class HandClock:
+    """A clock the test moves by hand (the watcher's spin budget reads it)."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def test_watch_and_wait_polls_from_the_waiting_task_alone() -> None:
+    """With nothing else in flight the waiter polls its own event; the watcher stays idle."""
+    events = ScriptedEvents()
+    watcher = CompletionWatcher(
+        events.query, elapsed_ms=lambda start, end: 0.25, few_spin_s=FOLLOW_S
+    )
+    completion = Completion()
+    released: list[bool] = []
+    event = events.record()
+    async with running(watcher), anyio.create_task_group() as tg:
+        tg.start_soon(
+            functools.partial(
+                watcher.watch_and_wait,
+                "s",
+                event,
+                completion,
+                lambda: released.append(completion.done),
+                timing=("t0", "t1"),
+            )
+        )
+        await wait_for(lambda: len(events.queried) >= 3)
+        assert watcher.in_flight == 1
+        assert watcher.busy_streams == 0  # not in the watcher's queues
+        events.finish(event)
+    assert completion.done
+    assert completion.error is None
+    assert completion.device_ns == 250_000
+    assert released == [False]
+    assert watcher.in_flight == 0
+
+
+async def test_watch_and_wait_hands_over_to_the_watcher_after_the_spin_budget() -> None:
+    """Past the few-in-flight spin budget the watcher polls the work instead."""
+    events = ScriptedEvents()
+    clock = HandClock()
+    watcher = CompletionWatcher(events.query, few_spin_s=1e-3, precise_nap_s=0.0, clock=clock)
+    completion = Completion()
+    event = events.record()
+    async with running(watcher), anyio.create_task_group() as tg:
+        tg.start_soon(watcher.watch_and_wait, "s", event, completion)
+        await wait_for(lambda: len(events.queried) >= 2)
+        assert watcher.busy_streams == 0
+        clock.now = 2e-3
+        await wait_for(lambda: watcher.busy_streams == 1)
+        assert watcher.in_flight == 1
+        events.finish(event)
+    assert completion.done
+    assert completion.error is None
+    assert watcher.in_flight == 0
+
+
+async def test_cancelled_watch_and_wait_leaves_the_work_to_the_watcher() -> None:
+    """Cancelling the waiter hands the work over; on_done still runs once it finishes."""
+    events = ScriptedEvents()
+    watcher = CompletionWatcher(events.query, few_spin_s=FOLLOW_S)
+    completion = Completion()
+    released: list[bool] = []
+    event = events.record()
+    async with running(watcher):
+        with anyio.move_on_after(0.05) as scope:
+            await watcher.watch_and_wait("s", event, completion, lambda: released.append(True))
+        assert scope.cancelled_caught
+        assert not completion.done
+        assert released == []
+        assert watcher.busy_streams == 1
+        events.finish(event)
+        await finished(completion)
+    assert released == [True]
+    assert watcher.in_flight == 0
+
+
+async def test_watch_and_wait_queues_behind_earlier_work_of_its_stream() -> None:
+    """With earlier work of the stream registered, the work joins the watcher's queue."""
+    events = ScriptedEvents()
+    watcher = CompletionWatcher(events.query)
+    first, second = Completion(), Completion()
+    early, late = events.record(), events.record()
+    async with running(watcher), anyio.create_task_group() as tg:
+        watcher.watch("s", early, first)
+        tg.start_soon(watcher.watch_and_wait, "s", late, second)
+        await wait_for(lambda: watcher.in_flight == 2)
+        assert watcher.busy_streams == 1
+        await wait_for(lambda: len(events.queried) >= 5)
+        assert set(events.queried) == {early}  # only the stream's oldest is polled
+        events.finish(late)
+        events.finish(early)
+    assert first.done
+    assert second.done
+
+
+async def test_watch_and_wait_raises_the_work_failure() -> None:
+    """A failed query result fails the work, and the waiter raises it."""
+    events = ScriptedEvents()
+    watcher = CompletionWatcher(events.query)
+    completion = Completion()
+    async with running(watcher):
+        with pytest.raises(DispatchError, match="CUDA_ERROR_INVALID_HANDLE"):
+            await watcher.watch_and_wait(
+                "s", events.record(int(R.CUDA_ERROR_INVALID_HANDLE)), completion
+            )
+    assert completion.done
+
+
+async def test_sticky_error_in_watch_and_wait_fails_every_piece_of_work() -> None:
+    """A sticky result seen by a waiter fails its own work and all queued work."""
+    events = ScriptedEvents()
+    health = DeviceHealth("device 0 (test)")
+    watcher = CompletionWatcher(events.query, health=health, few_spin_s=FOLLOW_S)
+    queued, followed = Completion(), Completion()
+    bad = events.record()
+    async with running(watcher):
+        watcher.watch("other", events.record(), queued)
+        async with anyio.create_task_group() as tg:
+
+            async def follow() -> None:
+                with pytest.raises(DeviceLostError, match="CUDA_ERROR_ILLEGAL_ADDRESS"):
+                    await watcher.watch_and_wait("s", bad, followed)
+
+            tg.start_soon(follow)
+            await wait_for(lambda: bad in events.queried)
+            events.finish(bad, int(R.CUDA_ERROR_ILLEGAL_ADDRESS))
+        with pytest.raises(DeviceLostError):
+            await finished(queued)
+    assert health.lost
+    assert watcher.in_flight == 0
+
+
+async def test_drain_waits_for_work_its_waiter_polls() -> None:
+    """drain() returns only once followed work has finished too."""
+    events = ScriptedEvents()
+    watcher = CompletionWatcher(events.query, few_spin_s=FOLLOW_S)
+    completion = Completion()
+    event = events.record()
+    drained: list[bool] = []
+
+    async def drain() -> None:
+        await watcher.drain()
+        drained.append(completion.done)
+
+    async with running(watcher), anyio.create_task_group() as tg:
+        tg.start_soon(watcher.watch_and_wait, "s", event, completion)
+        await wait_for(lambda: watcher.in_flight == 1)
+        tg.start_soon(drain)
+        await wait_for(lambda: len(events.queried) >= 5)
+        assert drained == []
+        assert watcher.busy_streams == 0  # still polled by its waiter
+        events.finish(event)
+    assert drained == [True]
+
+
+async def test_stopping_the_watcher_fails_followed_work() -> None:
+    """Cancelling the watcher fails work a waiter was polling, without releasing it."""
+    events = ScriptedEvents()
+    watcher = CompletionWatcher(events.query, few_spin_s=FOLLOW_S)
+    completion = Completion()
+    released: list[bool] = []
+    async with anyio.create_task_group() as outer, anyio.create_task_group() as tg:
+        await tg.start(watcher.run)
+
+        async def follow() -> None:
+            with pytest.raises(LifecycleError, match="stopped watching"):
+                await watcher.watch_and_wait(
+                    "s", events.record(), completion, lambda: released.append(True)
+                )
+
+        outer.start_soon(follow)
+        await wait_for(lambda: len(events.queried) >= 2)
+        assert watcher.busy_streams == 0  # polled by its waiter
+        tg.cancel_scope.cancel()
+    assert released == []
+    assert watcher.in_flight == 0

@@ -71,6 +71,12 @@ class _Watch:
     timing: tuple[Any, Any] | None
 
 
+def _query_failed(exc: Exception) -> DispatchError:
+    return DispatchError(
+        f"querying a completion event raised {exc!r}", fix="report this bug with the log."
+    )
+
+
 class CompletionWatcher:
     """Finishes completions when their CUDA events have completed.
 
@@ -116,6 +122,8 @@ class CompletionWatcher:
         self._few_spin_s = spin_s if few_spin_s is None else few_spin_s
         self._streams: dict[Hashable, deque[_Watch]] = {}
         self._in_flight = 0
+        # Work its waiting task polls itself (watch_and_wait), by id.
+        self._following: dict[int, _Watch] = {}
         self._wake = anyio.Event()
         self._idle: anyio.Event | None = None
         self._nap: anyio.CancelScope | None = None
@@ -153,7 +161,7 @@ class CompletionWatcher:
     @property
     def in_flight(self) -> int:
         """Registered work not yet finished."""
-        return self._in_flight
+        return self._in_flight + len(self._following)
 
     @property
     def busy_streams(self) -> int:
@@ -188,20 +196,116 @@ class CompletionWatcher:
             LifecycleError: The watcher has stopped; nothing was registered.
             DeviceLostError: The device is lost; nothing was registered.
         """
+        self.check_accepting()
+        self._queue(stream_key, _Watch(event, completion, on_done, timing))
+
+    async def watch_and_wait(
+        self,
+        stream_key: Hashable,
+        event: Any,
+        completion: Completion,
+        on_done: Callable[[], None] | None = None,
+        *,
+        timing: tuple[Any, Any] | None = None,
+    ) -> None:
+        """Register work as :meth:`watch` does, then wait for it (see the module docstring).
+
+        While at most :data:`PRECISE_NAP_MAX_IN_FLIGHT` pieces are in flight and no
+        earlier work of the stream is registered, the calling task polls ``event``
+        itself for the spin budget; otherwise, or after the budget, the watcher
+        polls it. Cancelling the wait hands the work to the watcher, so ``on_done``
+        still runs once the device has finished it.
+
+        Raises:
+            LifecycleError: The watcher has stopped; nothing was registered.
+            DeviceLostError: The device is lost; nothing was registered.
+            BaseException: The work's own failure, as ``completion.wait()`` raises it.
+        """
+        self.check_accepting()
+        watch = _Watch(event, completion, on_done, timing)
+        if (
+            self._state != "running"
+            or self._in_flight >= PRECISE_NAP_MAX_IN_FLIGHT
+            or stream_key in self._streams
+        ):
+            self._queue(stream_key, watch)
+            await completion.wait()
+            return
+        key = id(watch)
+        self._following[key] = watch
+        deadline = self._clock() + self._few_spin_s
+        polled = False
+        try:
+            while not completion.done:  # a sticky error or a stop may have finished it
+                self.queries += 1
+                try:
+                    result = int(self._query(event))
+                except Exception as exc:  # as in _poll: a broken query finishes the work
+                    del self._following[key]
+                    self._finish(watch, _query_failed(exc))
+                    break
+                if result != CUDA_ERROR_NOT_READY:
+                    del self._following[key]
+                    self._settle(watch, result)
+                    break
+                if self._clock() >= deadline:
+                    self._hand_over(key, stream_key)
+                    break
+                await anyio.lowlevel.checkpoint()
+                polled = True
+        except BaseException:
+            if key in self._following:  # cancelled while polling: the watcher finishes it
+                self._hand_over(key, stream_key)
+            raise
+        finally:
+            self._note_idle()
+        if completion.done and polled:
+            # Already past checkpoints while polling: no further loop pass needed.
+            if completion.error is not None:
+                raise completion.error
+            return
+        await completion.wait()
+
+    def check_accepting(self) -> None:
+        """Raise as :meth:`watch` would, without registering anything.
+
+        For a caller that must know before it records the event it will watch.
+
+        Raises:
+            LifecycleError: The watcher has stopped.
+            DeviceLostError: The device is lost.
+        """
         if self._state == "closed":
             raise LifecycleError(
                 "the completion watcher has stopped", fix="open a new backend to submit work."
             )
         if self._health is not None:
             self._health.check()
-        self._streams.setdefault(stream_key, deque()).append(
-            _Watch(event, completion, on_done, timing)
-        )
+
+    def _queue(self, stream_key: Hashable, watch: _Watch, *, oldest: bool = False) -> None:
+        queue = self._streams.setdefault(stream_key, deque())
+        if oldest:
+            queue.appendleft(watch)
+        else:
+            queue.append(watch)
         self._in_flight += 1
         self._backoff.reset(self._clock())
         self._wake.set()
         if self._nap is not None:
             self._nap.cancel()
+
+    def _hand_over(self, key: int, stream_key: Hashable) -> None:
+        """Move followed work to the watcher's queue, ahead of its stream's later work.
+
+        The watcher is running: stopping it takes followed work out of ``_following``
+        (``_take_all``), so none is handed over after that.
+        """
+        self._queue(stream_key, self._following.pop(key), oldest=True)
+
+    def _note_idle(self) -> None:
+        if self._idle is not None and not self._streams and not self._following:
+            self._idle.set()
+            self._idle = None
 
     async def drain(self) -> None:
         """Wait until every registered piece of work has finished.
@@ -209,7 +313,7 @@ class CompletionWatcher:
         Raises:
             LifecycleError: The watcher is not running, so nothing would finish.
         """
-        while self._streams:
+        while self._streams or self._following:
             if self._state != "running":
                 raise LifecycleError(
                     f"the completion watcher is {self._state} with {self.in_flight} "
@@ -247,9 +351,7 @@ class CompletionWatcher:
     async def _loop(self) -> None:
         while True:
             if not self._streams:
-                if self._idle is not None:
-                    self._idle.set()
-                    self._idle = None
+                self._note_idle()
                 self._wake = anyio.Event()
                 await self._wake.wait()
                 continue
@@ -286,32 +388,30 @@ class CompletionWatcher:
                 except Exception as exc:  # a broken query must not stop the watcher
                     queue.popleft()
                     self._in_flight -= 1
-                    self._finish(
-                        watch,
-                        DispatchError(
-                            f"querying a completion event raised {exc!r}",
-                            fix="report this bug with the log.",
-                        ),
-                    )
+                    self._finish(watch, _query_failed(exc))
                     progressed = True
                     continue
                 if result == CUDA_ERROR_NOT_READY:
                     break
                 progressed = True
-                if result == CUDA_SUCCESS:
-                    queue.popleft()
-                    self._in_flight -= 1
-                    self._finish(watch, None)
-                elif is_sticky(result):
+                if is_sticky(result):
                     self._fail_everything(error_for(result, "cuEventQuery"))
                     return True
-                else:
-                    queue.popleft()
-                    self._in_flight -= 1
-                    self._finish(watch, error_for(result, "cuEventQuery"))
+                queue.popleft()
+                self._in_flight -= 1
+                self._settle(watch, result)
             if queue is not None and not queue and self._streams.get(key) is queue:
                 del self._streams[key]
         return progressed
+
+    def _settle(self, watch: _Watch, result: int) -> None:
+        """Finish work whose event query returned ``result`` (not NOT_READY)."""
+        if result == CUDA_SUCCESS:
+            self._finish(watch, None)
+        elif is_sticky(result):
+            self._fail_everything(error_for(result, "cuEventQuery"), watch)
+        else:
+            self._finish(watch, error_for(result, "cuEventQuery"))
 
     def _finish(self, watch: _Watch, error: BaseException | None) -> None:
         if error is None and watch.timing is not None and self._elapsed_ms is not None:
@@ -336,14 +436,19 @@ class CompletionWatcher:
 
     def _take_all(self) -> list[_Watch]:
         watches = [watch for queue in self._streams.values() for watch in queue]
+        watches += self._following.values()
         self._streams.clear()
+        self._following.clear()
         self._in_flight = 0
         return watches
 
-    def _fail_everything(self, error: VyreError) -> None:
-        """A sticky error: the device is lost, so is every piece of work on it."""
+    def _fail_everything(self, error: VyreError, *taken: _Watch) -> None:
+        """A sticky error: the device is lost, so is every piece of work on it.
+
+        ``taken``: work already taken out of the queues (a followed wait's own).
+        """
         lost = self._health.mark_lost(error) if self._health is not None else error
-        watches = self._take_all()
+        watches = [*taken, *self._take_all()]
         logger.error("completions_failed_device_lost", count=len(watches), reason=lost.what)
         for watch in watches:
             # A fresh exception per waiter: one instance raised in many tasks would
