@@ -24,7 +24,7 @@ from ..errors import (
     UnsupportedFeatureError,
     VyreError,
 )
-from ._driver import DEVICE_LOST_FIX, call, load_driver
+from ._driver import CUDA_SUCCESS, DEVICE_LOST_FIX, call, check, load_driver, unavailable
 
 __all__ = ["CudaDevice", "DeviceHealth", "DeviceInfo"]
 
@@ -268,14 +268,28 @@ class CudaDevice:
             OutOfMemoryError: The driver ran out of memory.
             DispatchError: Any other failure.
         """
-        if self._closed:
-            raise LifecycleError(
-                f"{self.health.label} is closed", fix="open a new backend to use the GPU again."
-            )
-        self.health.check()
+        # The enqueue path makes several calls per submission, so the checks are
+        # inlined: one attribute test each while the device is usable and current.
+        if self._closed or self.health.lost:
+            if self._closed:
+                raise LifecycleError(
+                    f"{self.health.label} is closed",
+                    fix="open a new backend to use the GPU again.",
+                )
+            self.health.check()
         try:
-            self.make_current()
-            return call(fn, *args)
+            if getattr(_current, "token", 0) != self._token:
+                self.make_current()
+            try:
+                returned = fn(*args)
+            except RuntimeError as exc:
+                raise unavailable(fn, exc) from exc
+            if isinstance(returned, tuple):
+                if int(returned[0]) == CUDA_SUCCESS:
+                    return returned[1] if len(returned) == 2 else (returned[1:] or None)
+            elif int(returned) == CUDA_SUCCESS:
+                return None
+            return check(returned, getattr(fn, "__name__", None) or repr(fn))
         except DeviceLostError as exc:
             self.health.mark_lost(exc)
             raise

@@ -225,6 +225,15 @@ def check(returned: Any, call_name: str) -> Any:
     return values
 
 
+def unavailable(fn: Callable[..., Any], exc: RuntimeError) -> UnsupportedFeatureError:
+    """The error for a binding whose symbol the installed driver lacks."""
+    name = getattr(fn, "__name__", None) or repr(fn)
+    return UnsupportedFeatureError(
+        f"{name} is not available from the installed NVIDIA driver: {exc}",
+        fix="update the NVIDIA driver, or use the CPU backend (kind='cpu').",
+    )
+
+
 def call(fn: Callable[..., Any], *args: Any) -> Any:
     """Call a driver function and :func:`check` its result.
 
@@ -241,11 +250,7 @@ def call(fn: Callable[..., Any], *args: Any) -> Any:
     try:
         returned = fn(*args)
     except RuntimeError as exc:
-        name = getattr(fn, "__name__", None) or repr(fn)
-        raise UnsupportedFeatureError(
-            f"{name} is not available from the installed NVIDIA driver: {exc}",
-            fix="update the NVIDIA driver, or use the CPU backend (kind='cpu').",
-        ) from exc
+        raise unavailable(fn, exc) from exc
     if isinstance(returned, tuple):
         if int(returned[0]) == CUDA_SUCCESS:  # the hot path: no name, no message
             return returned[1] if len(returned) == 2 else (returned[1:] or None)
