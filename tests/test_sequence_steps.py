@@ -83,10 +83,12 @@ async def test_step_plans_give_equal_bodies_one_graph_key_and_different_ones_ano
         assert plans.body_key([again], 16) == plans.body_key([again], 16)
 
 
+@pytest.mark.parametrize("way", ["submit", "run"])
 async def test_a_prepared_sequence_runs_like_submit_repeated_with_each_prefix_value(
-    rng: np.random.Generator,
+    rng: np.random.Generator, way: str
 ) -> None:
-    """Submitting a prepared sequence with new prefix scalars equals the float64 model."""
+    """Submitting (or running) a prepared sequence with new prefix scalars equals the
+    float64 model."""
     n = 200
     x = rng.standard_normal(n).astype(np.float32)
     y = rng.standard_normal(n).astype(np.float32)
@@ -100,9 +102,14 @@ async def test_a_prepared_sequence_runs_like_submit_repeated_with_each_prefix_va
         backend.reset_telemetry()
         runs = []
         for a, repeats in ((3.0, 2), (-1.25, 0), (3.0, 4)):
-            (after,) = await prepared.submit(repeats, scalars={"a": a})
+            if way == "submit":
+                (after,) = await prepared.submit(repeats, scalars={"a": a})
+            else:
+                (after,), device_ns = await prepared.run(repeats, scalars={"a": a})
+                assert device_ns > 0, "the reference's run time"
             runs.append(after)
         launches = backend.activity().kernel_launches
+        assert backend.activity().sync_points == 3
         assert prepared._prefix_with({"a": 3.0}) is prepared._prefix_with({"a": 3.0})
     expected = y.astype(np.float64)
     for got, (a, repeats) in zip(runs, ((3.0, 2), (-1.25, 0), (3.0, 4)), strict=True):
@@ -126,10 +133,16 @@ async def test_a_prepared_sequence_refuses_bad_scalars_freed_buffers_and_bad_cou
             prepared.submit(0, scalars={"a": "three"})
         with pytest.raises(ValueError, match="repeat_count"):
             prepared.submit(-1)
+        with pytest.raises(va.ValidationError, match=r"no scalar 'b'.*Fix:"):
+            await prepared.run(0, scalars={"b": 1.0})
+        with pytest.raises(ValueError, match="repeat_count"):
+            await prepared.run(-1)
         assert backend.activity() == before, "nothing ran"
         await backend.free(xb)
         with pytest.raises(va.LifecycleError, match=r"already freed.*Fix:"):
             prepared.submit(0)
+        with pytest.raises(va.LifecycleError, match=r"already freed.*Fix:"):
+            await prepared.run(0)
         assert not backend._in_flight, "the refused run left nothing for close to wait on"  # type: ignore[attr-defined]
         (still,) = await backend.read_many([va.ReadRange(yb)])
     assert not still.any()

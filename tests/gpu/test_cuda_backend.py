@@ -350,3 +350,87 @@ async def test_upload_group_is_one_block_freed_with_its_last_member(
     np.testing.assert_array_equal(await cuda.read(buffers[1]), arrays[1])
     await cuda.free(buffers[1])
     assert cuda.live_allocations()["device"] == live  # type: ignore[attr-defined]
+
+
+async def test_prepared_run_equals_the_float64_model_as_submit_does(
+    cuda: va.Backend, rng: np.random.Generator
+) -> None:
+    """prepared.run and prepared.submit, alternated with new prefix scalars, follow the
+    float64 model; the body is replayed as a graph once it is long enough."""
+    n = 50_001
+    x = rng.standard_normal(n).astype(np.float32)
+    y = rng.standard_normal(n).astype(np.float32)
+    xb, yb = await cuda.upload(x), await cuda.upload(y)
+    prepared = cuda.prepare_repeated(
+        [va.SequenceStep(axpy, {"x": xb, "y": yb}, {"a": 0.0})],
+        [va.SequenceStep(axpy, {"x": xb, "y": yb}, {"a": 0.5})],
+        reads=[va.ReadRange(yb, n - 7)],
+    )
+    cuda.reset_telemetry()
+    model = y.astype(np.float64)
+    plan = ((3.0, 20, "run"), (-1.25, 0, "submit"), (3.0, 40, "run"), (0.5, 20, "run"))
+    for a, repeats, way in plan:
+        if way == "run":
+            (tail,), device_ns = await prepared.run(repeats, scalars={"a": a})
+            assert device_ns > 0
+        else:
+            (tail,) = await prepared.submit(repeats, scalars={"a": a})
+        model = model + (a + 0.5 * repeats) * x.astype(np.float64)
+        np.testing.assert_allclose(tail, model[n - 7 :], rtol=1e-5, atol=1e-4)
+    t = cuda.telemetry()
+    for b in (xb, yb):
+        await cuda.free(b)
+    assert t.sync_points == len(plan)
+    assert t.kernel_launches == sum(1 + repeats for _, repeats, _ in plan)
+    assert t.graphs_captured >= 1
+
+
+async def test_cancelled_prepared_run_keeps_its_memory_until_the_device_is_done(
+    cuda: va.Backend,
+) -> None:
+    """A cancelled run leaves its work to the watcher; its events and read block come
+    back only after the kernel ended, and a later read sees what it wrote."""
+    x = np.arange(1 << 12, dtype=np.float32)
+    xb = await cuda.upload(x)
+    yb = await cuda.alloc(x.nbytes, np.float32)
+    prepared = cuda.prepare_repeated(
+        [va.SequenceStep(spin_kernel, {"x": xb, "y": yb}, {"cycles": 400_000_000})],
+        [],
+        reads=[va.ReadRange(yb, 0, 4)],
+    )
+    await prepared.run(0, scalars={"cycles": 1})  # kernels loaded, the plan made
+    before = cuda.live_allocations()  # type: ignore[attr-defined]
+    with anyio.move_on_after(0.02) as scope:
+        await prepared.run(0)
+    assert scope.cancelled_caught
+    during = cuda.live_allocations()  # type: ignore[attr-defined]
+    assert during["in_flight"] == before["in_flight"] + 1
+    assert during["events"] == before["events"] + 3  # timing pair and completion
+    assert during["pinned"] == before["pinned"] + 1
+    assert cuda._watcher.busy_streams == 1  # type: ignore[attr-defined]
+    with anyio.fail_after(30):
+        got = await cuda.read(yb)  # waits for the run, its last writer
+    np.testing.assert_array_equal(got, x)
+    assert cuda.live_allocations() == before  # type: ignore[attr-defined]
+    for b in (xb, yb):
+        await cuda.free(b)
+
+
+async def test_a_prepared_run_longer_than_the_spin_budget_still_returns(
+    cuda: va.Backend,
+) -> None:
+    """A run past the waiter's spin budget is finished by the watcher and returns."""
+    x = np.arange(1 << 10, dtype=np.float32)
+    xb = await cuda.upload(x)
+    yb = await cuda.alloc(x.nbytes, np.float32)
+    prepared = cuda.prepare_repeated(
+        [va.SequenceStep(spin_kernel, {"x": xb, "y": yb}, {"cycles": 100_000_000})],
+        [],
+        reads=[va.ReadRange(yb, 5, 3)],
+    )
+    with anyio.fail_after(30):
+        (head,), device_ns = await prepared.run(0)
+    np.testing.assert_array_equal(head, x[5:8])
+    assert device_ns > 10_000_000  # well past the 2 ms budget
+    for b in (xb, yb):
+        await cuda.free(b)

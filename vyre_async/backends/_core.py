@@ -24,7 +24,7 @@ from ..logging import get_logger, tracing_enabled
 from ..streams._pending import Completion, DispatchTiming, PendingDispatch
 from ..telemetry import Activity, TelemetryCounters, TelemetrySnapshot
 from ._config import DispatchConfig
-from ._prepared import PreparedSequence
+from ._prepared import PreparedSequence, SequenceResult
 from ._resident import ResidentBuffer, ResidentRegistry
 from ._sequence import ReadRange, SequenceStep, bind_step, resolve_range
 
@@ -41,6 +41,7 @@ ReadPlan = tuple[Any, ResidentBuffer, int, int]
 Enqueued = tuple[Callable[[], Any], Callable[[], None] | None]
 
 _DEFAULT_CONFIG = DispatchConfig()
+_TIMED_CONFIG = DispatchConfig(timing=True)
 #: Bound sequence steps remembered per backend (sessions repeat the same steps).
 _BOUND_STEP_CACHE = 4096
 #: Seconds a closing backend waits for unfinished work before it gives up on it.
@@ -255,7 +256,7 @@ class BackendCore(ABC, Generic[S]):
         """
         start = time.perf_counter_ns()
         self._check_open()
-        _check_repeat_count(repeat_count)
+        check_repeat_count(repeat_count)
         prepared = self.prepare_repeated(prefix, repeated, reads=reads)
         return prepared._submit(repeat_count, None, config, start)
 
@@ -288,38 +289,53 @@ class BackendCore(ABC, Generic[S]):
 
     def _submit_bound(
         self,
+        prepared: PreparedSequence,
         prefix: list[BoundCall[ResidentBuffer]],
-        repeated: list[BoundCall[ResidentBuffer]],
         repeat_count: int,
-        plans: list[ReadPlan],
-        uses: dict[ResidentBuffer, bool],
         config: DispatchConfig | None,
         start: int,
     ) -> PendingDispatch[list[np.ndarray]]:
         """Reserve the buffers and enqueue bound steps (``PreparedSequence.submit``).
 
-        ``start`` is when the submission began (``perf_counter_ns``), for ``enqueue_ns``.
+        ``prefix`` is the prepared prefix, or its binding with new scalars. ``start``
+        is when the submission began (``perf_counter_ns``), for ``enqueue_ns``.
         """
         task_group = self._check_open()
-        _check_repeat_count(repeat_count)
+        check_repeat_count(repeat_count)
         config = config or _DEFAULT_CONFIG
         completion = self._new_completion()
-        with _failing(completion):
+        try:
             # A prepared sequence's buffers were checked when it was prepared; reserve
             # checks again that none was freed since, before anything is enqueued.
-            waits = self._registry.reserve(uses, completion)
+            waits = self._registry.reserve(prepared.uses, completion)
             collect, discard = self._enqueue_sequence(
-                task_group, prefix, repeated, repeat_count, plans, config, completion, waits
+                task_group, prepared, prefix, repeat_count, config, completion, waits
             )
+        except BaseException as exc:
+            completion.complete(exc)
+            raise
+        repeated = prepared.repeated
         launches = sum(not c.launch.empty for c in prefix) + repeat_count * sum(
             not c.launch.empty for c in repeated
         )
         self._counters.dispatches += 1
         self._counters.kernel_launches += launches
         if tracing_enabled():
-            self._log.debug("sequence submitted", launches=launches, reads=len(plans))
+            self._log.debug("sequence submitted", launches=launches, reads=len(prepared.reads))
         label = config.label or f"sequence of {len(prefix)}+{len(repeated)}x{repeat_count} steps"
         return self._pending(completion, collect, discard, config, label, start)
+
+    async def _run_bound(
+        self,
+        prepared: PreparedSequence,
+        prefix: list[BoundCall[ResidentBuffer]],
+        repeat_count: int,
+        start: int,
+    ) -> SequenceResult:
+        """``PreparedSequence.run``: a timed submission, awaited (backends may do better)."""
+        pending = self._submit_bound(prepared, prefix, repeat_count, _TIMED_CONFIG, start)
+        result = await pending.timed()
+        return SequenceResult(result.outputs, result.timing.device_ns or 0)
 
     def _bind_step(self, index: int, step: SequenceStep) -> BoundCall[ResidentBuffer]:
         """Bind a sequence step, reusing the binding of an identical earlier step.
@@ -638,15 +654,15 @@ class BackendCore(ABC, Generic[S]):
     def _enqueue_sequence(
         self,
         task_group: anyio.abc.TaskGroup,
+        prepared: PreparedSequence,
         prefix: list[BoundCall[ResidentBuffer]],
-        repeated: list[BoundCall[ResidentBuffer]],
         repeat_count: int,
-        reads: list[ReadPlan],
         config: DispatchConfig,
         completion: Completion,
         waits: list[Completion],
     ) -> Enqueued:
-        """Start a sequence; return (collect read ranges, discard if dropped)."""
+        """Start a sequence (``prefix`` in place of the prepared one); return (collect
+        read ranges, discard if dropped)."""
 
     @abstractmethod
     async def _store(self, dtype: np.dtype[Any], count: int, data: np.ndarray | None) -> S:
@@ -693,7 +709,8 @@ def check_out(out: object, dtype: np.dtype[Any], count: int) -> None:
         )
 
 
-def _check_repeat_count(repeat_count: object) -> None:
+def check_repeat_count(repeat_count: object) -> None:
+    """Refuse a repeat count that is not a non-negative int."""
     if isinstance(repeat_count, bool) or not isinstance(repeat_count, int) or repeat_count < 0:
         raise ValueError(f"repeat_count must be a non-negative int, got {repeat_count!r}")
 

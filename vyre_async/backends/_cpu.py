@@ -22,6 +22,7 @@ from ..kernels._kernel import BoundCall
 from ..streams._pending import Completion
 from ._config import DispatchConfig
 from ._core import BackendCore, Enqueued, ReadPlan, _quietly
+from ._prepared import PreparedSequence
 from ._resident import ResidentBuffer, slab_layout
 
 #: Copies larger than this go to a worker thread instead of running on the loop.
@@ -97,10 +98,9 @@ class CpuBackend(BackendCore[np.ndarray]):
     def _enqueue_sequence(
         self,
         task_group: anyio.abc.TaskGroup,
+        prepared: PreparedSequence,
         prefix: list[BoundCall[ResidentBuffer]],
-        repeated: list[BoundCall[ResidentBuffer]],
         repeat_count: int,
-        reads: list[ReadPlan],
         config: DispatchConfig,
         completion: Completion,
         waits: list[Completion],
@@ -116,8 +116,9 @@ class CpuBackend(BackendCore[np.ndarray]):
 
             return step
 
+        reads = prepared.reads
         prefix_steps = [bind(c) for c in prefix]
-        repeated_steps = [bind(c) for c in repeated]
+        repeated_steps = [bind(c) for c in prepared.repeated]
         results: list[np.ndarray] = []
 
         def work() -> None:
@@ -130,7 +131,7 @@ class CpuBackend(BackendCore[np.ndarray]):
                 storage[offset : offset + count].copy() for storage, _, offset, count in reads
             )
 
-        label = f"sequence of {len(prefix)}+{len(repeated)}x{repeat_count} steps"
+        label = f"sequence of {len(prefix)}+{len(repeated_steps)}x{repeat_count} steps"
         task_group.start_soon(self._run, work, completion, waits, label)
 
         def collect() -> list[np.ndarray]:

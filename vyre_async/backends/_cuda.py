@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -33,6 +34,7 @@ import numpy as np
 from ..errors import DispatchError, LifecycleError, OutOfMemoryError, VyreError
 from ..kernels import BUILTIN_KERNELS
 from ..kernels._kernel import BoundCall, Kernel
+from ..logging import tracing_enabled
 from ..streams._bucket_pool import bucket_capacity
 from ..streams._device import CudaDevice, DeviceInfo
 from ..streams._handles import EventPool, StreamPool
@@ -40,12 +42,14 @@ from ..streams._memory import DeviceAllocation, DeviceMemoryPool, PinnedBuffer, 
 from ..streams._pending import Completion
 from ..streams._watcher import CompletionWatcher
 from ._config import DispatchConfig
-from ._core import BackendCore, Enqueued, ReadPlan, _quietly
-from ._cuda_graphs import GRAPH_MIN_LAUNCHES, BodyGraphs, StepPlans
+from ._core import BackendCore, Enqueued, ReadPlan, _quietly, check_repeat_count
+from ._cuda_graphs import BodyGraphs, StepPlans
 from ._cuda_launch import KernelCache, LoadedKernel
 from ._cuda_readback import COPY_THREADS, copy_out_pieces, plan_read_pieces
+from ._cuda_sequence import SequencePlan
 from ._cuda_staging import COPY_PAD, StagingPlan, fill_inputs, plan_staging, take_outputs
 from ._host_results import HostBlock, ResultBlocks
+from ._prepared import PreparedSequence, SequenceResult
 from ._resident import ResidentBuffer, slab_layout
 
 #: Streams dispatches are spread over, round robin.
@@ -525,68 +529,97 @@ class CudaBackend(BackendCore[DeviceAllocation]):
             )
             raise
 
+    def _plan_of(self, prepared: PreparedSequence) -> SequencePlan:
+        plan = prepared.backend_plan
+        if not isinstance(plan, SequencePlan):
+            plan = SequencePlan(
+                self._step_plans,
+                self._pointer_of,
+                prepared.prefix,
+                prepared.repeated,
+                prepared.reads,
+            )
+            prepared.backend_plan = plan
+        return plan
+
+    def _loaded_kernels(self, plan: SequencePlan) -> dict[int, LoadedKernel]:
+        loaded = plan.load(self._kernels.get, self._cuda().info)
+        if loaded is None:  # every caller loads the kernels first
+            raise DispatchError(
+                f"a sequence's kernels ({', '.join(k.name for k in plan.kernels)}) are not loaded",
+                fix="report this bug with the log.",
+            )
+        return loaded
+
+    def _enqueue_steps(
+        self,
+        stream: Any,
+        plan: SequencePlan,
+        loaded: dict[int, LoadedKernel],
+        prefix: list[BoundCall[ResidentBuffer]],
+        repeat_count: int,
+        waits: list[Completion],
+        timing: tuple[Any, Any] | None,
+    ) -> None:
+        """Enqueue a planned sequence's waits, start timing event, prefix, body (one
+        graph launch when captured) and end timing event on ``stream``.
+
+        The device is busy from the body on, so what a submission can do later (its
+        read block, its completion event) it does after this returns.
+        """
+        device = self._cuda()
+        driver = device.driver
+        if waits:
+            self._wait_for(stream, waits)
+        if timing is not None:
+            device.call(driver.cuEventRecord, timing[0], stream)
+        step_plans, pointer_of = self._step_plans, self._pointer_of
+        prefix_steps = [step_plans.plan(c, pointer_of) for c in prefix]
+        for c, _, _ in prefix_steps:
+            loaded[id(c.kernel)].check_launch(c.launch, device.info)
+        self._launch_steps(prefix_steps, loaded, stream)
+        if repeat_count:
+            graph = plan.graph_key(repeat_count)
+
+            def record(stream: Any) -> None:
+                for _ in range(repeat_count):
+                    self._launch_steps(plan.body, loaded, stream)
+
+            if graph is None or not self._graphs.launch(graph, record, stream):
+                record(stream)
+        if timing is not None:
+            device.call(driver.cuEventRecord, timing[1], stream)
+
+    def _enqueue_reads(self, stream: Any, plan: SequencePlan, pinned: PinnedBuffer | None) -> None:
+        """Copy a planned sequence's read ranges into ``pinned`` on ``stream``."""
+        if pinned is None:
+            return
+        device = self._cuda()
+        copy = device.driver.cuMemcpyDtoHAsync
+        for source, nbytes, at, _ in plan.reads:
+            if nbytes:
+                device.call(copy, pinned.ptr + at, source, nbytes, stream)
+
     def _enqueue_sequence(
         self,
         task_group: anyio.abc.TaskGroup,
+        prepared: PreparedSequence,
         prefix: list[BoundCall[ResidentBuffer]],
-        repeated: list[BoundCall[ResidentBuffer]],
         repeat_count: int,
-        reads: list[ReadPlan],
         config: DispatchConfig,
         completion: Completion,
         waits: list[Completion],
     ) -> Enqueued:
-        offsets: list[int] = []
-        total = 0
-        for _, buffer, _, count in reads:
-            offsets.append(total)
-            total += -(-count * buffer.dtype.itemsize // 256) * 256
-        pinned = self._read_block(total) if total else None
-        kernels = [c.kernel for c in (*prefix, *repeated)]
-
-        step_plans = self._step_plans
-        pointer_of = self._pointer_of
-        prefix_steps = [step_plans.plan(c, pointer_of) for c in prefix]
-        repeated_steps = [step_plans.plan(c, pointer_of) for c in repeated]
+        plan = self._plan_of(prepared)
+        pinned = self._read_block(plan.read_bytes) if plan.read_bytes else None
 
         def enqueue() -> None:
-            device = self._cuda()
-            driver = device.driver
-            loaded = {id(k): self._loaded(k) for k in kernels}
-            key, stream = self._stream()
+            loaded = self._loaded_kernels(plan)  # _start loaded them
             timing = self._events.acquire_timing_pair() if config.timing else None
+            key, stream = self._stream()
             try:
-                self._wait_for(stream, waits)
-                if timing is not None:
-                    device.call(driver.cuEventRecord, timing[0], stream)
-                for c, _, _ in (*prefix_steps, *repeated_steps):
-                    loaded[id(c.kernel)].check_launch(c.launch, device.info)
-
-                def record(stream: Any, steps: list[Any] = repeated_steps) -> None:
-                    for _ in range(repeat_count):
-                        self._launch_steps(steps, loaded, stream)
-
-                self._launch_steps(prefix_steps, loaded, stream)
-                launches = repeat_count * len(repeated_steps)
-                graphable = launches >= GRAPH_MIN_LAUNCHES and not any(
-                    c.launch.empty for c, _, _ in repeated_steps
-                )
-                if not graphable or not self._graphs.launch(
-                    step_plans.body_key(repeated_steps, repeat_count), record, stream
-                ):
-                    record(stream)
-                if timing is not None:
-                    device.call(driver.cuEventRecord, timing[1], stream)
-                for (storage, buffer, offset, count), at in zip(reads, offsets, strict=True):
-                    nbytes = count * buffer.dtype.itemsize
-                    if nbytes and pinned is not None:
-                        device.call(
-                            driver.cuMemcpyDtoHAsync,
-                            pinned.ptr + at,
-                            storage.ptr + offset * buffer.dtype.itemsize,
-                            nbytes,
-                            stream,
-                        )
+                self._enqueue_steps(stream, plan, loaded, prefix, repeat_count, waits, timing)
+                self._enqueue_reads(stream, plan, pinned)
                 self._finish_on(key, stream, completion, lambda: None, timing)
             except BaseException:
                 self._sync_after_failure(stream)
@@ -597,20 +630,99 @@ class CudaBackend(BackendCore[DeviceAllocation]):
         release_pinned = self._once(self._release_read_block, pinned)
 
         def take() -> list[np.ndarray]:
-            results = []
             staged = pinned.array if pinned is not None else np.empty(0, np.uint8)
-            total = 0
-            for (_, buffer, _, count), at in zip(reads, offsets, strict=True):
-                nbytes = count * buffer.dtype.itemsize
-                results.append(staged[at : at + nbytes].view(buffer.dtype).copy())
-                total += nbytes
-            self._counters.bytes_downloaded += total
-            return results
+            self._counters.bytes_downloaded += plan.bytes_read
+            return plan.copy_out(staged)
 
         staged = _StagedOutputs(self._uncollected, take, release_pinned)
-        self._start(task_group, kernels, enqueue, completion, waits, staged.discard)
+        self._start(task_group, plan.kernels, enqueue, completion, waits, staged.discard)
 
         return staged.collect, staged.discard
+
+    async def _run_bound(
+        self,
+        prepared: PreparedSequence,
+        prefix: list[BoundCall[ResidentBuffer]],
+        repeat_count: int,
+        start: int,
+    ) -> SequenceResult:
+        """``prepared.run``: enqueue, then wait through ``watch_and_wait``; no pending
+        dispatch, no staged outputs (the waiting task copies its reads out itself).
+        """
+        self._check_open()
+        check_repeat_count(repeat_count)
+        plan = self._plan_of(prepared)
+        loaded = plan.loaded
+        if loaded is None:
+            await self.prepare(*plan.kernels)
+            loaded = self._loaded_kernels(plan)
+        completion = self._new_completion()
+        try:
+            waits = self._registry.reserve(prepared.uses, completion)
+            for earlier in waits:  # enqueued from a task and not yet: no event to wait on
+                if not earlier.done and id(earlier) not in self._recorded:
+                    await _quietly(earlier)
+                    self._check_healthy()
+        except BaseException as exc:
+            completion.complete(exc)
+            raise
+        events = self._events
+        timing = events.acquire_timing_pair()
+        key, stream = self._stream()
+        pinned = event = None
+        try:
+            self._enqueue_steps(stream, plan, loaded, prefix, repeat_count, waits, timing)
+            pinned = self._read_block(plan.read_bytes) if plan.read_bytes else None
+            self._enqueue_reads(stream, plan, pinned)
+            self._watcher.check_accepting()
+            event = events.acquire()
+            device = self._cuda()
+            device.call(device.driver.cuEventRecord, event, stream)
+        except BaseException as exc:
+            self._sync_after_failure(stream)
+            if event is not None:
+                events.release(event)
+            events.release_timing_pair(timing)
+            if pinned is not None:
+                self._release_read_block(pinned)
+            completion.complete(exc)
+            raise
+        recorded = self._recorded
+        recorded[id(completion)] = event
+        counters = self._counters
+        counters.dispatches += 1
+        counters.kernel_launches += plan.launches(prefix, repeat_count)
+        if tracing_enabled():
+            self._log.debug("sequence run", launches=plan.launches(prefix, repeat_count))
+        enqueued = time.perf_counter_ns()
+        counters.enqueue_ns_total += enqueued - start
+
+        def done() -> None:
+            recorded.pop(id(completion), None)
+            events.release(event)
+            events.release_timing_pair(timing)
+
+        try:
+            await self._watcher.watch_and_wait(key, event, completion, done, timing=timing)
+        except BaseException:
+            if pinned is not None:  # now, or once the device is done with it
+                completion.add_done_callback(functools.partial(self._release_read_block, pinned))
+            raise
+        if pinned is not None:
+            try:
+                outputs = plan.copy_out(pinned.array)
+            finally:
+                self._release_read_block(pinned)
+        else:
+            outputs = []
+        device_ns = completion.device_ns or 0
+        end = time.perf_counter_ns()
+        counters.sync_points += 1
+        counters.bytes_downloaded += plan.bytes_read
+        counters.wall_ns_total += end - start
+        counters.wait_ns_total += end - enqueued
+        counters.device_ns_total += device_ns
+        return SequenceResult(outputs, device_ns)
 
     def _read_block(self, nbytes: int) -> PinnedBuffer:
         """Page-locked memory for a sequence's reads; small ones from a free list.
@@ -779,7 +891,7 @@ class CudaBackend(BackendCore[DeviceAllocation]):
             for ptr, size in clears:
                 if size:
                     device.call(driver.cuMemsetD8Async, ptr, 0, size, stream)
-            loaded[id(c.kernel)].launch(c, ptrs, stream, 1)
+            loaded[id(c.kernel)].launch_step(c, ptrs, stream)
 
     async def _write_page_locked(
         self, storage: DeviceAllocation, byte_offset: int, data: np.ndarray

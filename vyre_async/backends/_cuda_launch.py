@@ -1,10 +1,12 @@
 """Loaded kernels on one CUDA device: module cache, packed arguments, capability checks.
 
 A :class:`LoadedKernel` is made once per (compiled image, device). Its argument block
-is packed once too: one ctypes slot per parameter and one array of pointers to the
+is made once too: one ctypes slot per parameter and one array of pointers to the
 slots, so a launch only stores new values into the slots and hands the driver a
 single address (``cuLaunchKernel`` copies the arguments before it returns, so the
-block can be refilled for the next launch at once).
+block can be refilled for the next launch at once). A sequence step, launched again
+with the same arguments submission after submission, keeps a block of its own,
+filled once (:meth:`LoadedKernel.launch_step`).
 """
 
 from __future__ import annotations
@@ -37,6 +39,8 @@ _CTYPES: dict[np.dtype[Any], type[ctypes._SimpleCData[Any]]] = {
 
 #: Static shared memory every kernel may use without opting in.
 _DEFAULT_SHARED_BYTES = 48 * 1024
+#: Sequence steps whose filled argument blocks a loaded kernel keeps.
+STEP_BLOCKS = 1024
 
 
 class LoadedKernel:
@@ -51,30 +55,41 @@ class LoadedKernel:
         self.function = device.call(
             driver.cuModuleGetFunction, self.module, compiled.entry.encode()
         )
-        self._slots: list[Any] = []
-        for p in kernel.params:
+        self._slots, self._pointers = self._new_block()
+        self._address = ctypes.addressof(self._pointers)
+        self._shared_optin = 0
+        self._checked: set[LaunchShape] = set()
+        # id(call) -> (call, its slots, its pointer array, the array's address).
+        self._steps: dict[int, tuple[BoundCall[Any], list[Any], Any, int]] = {}
+
+    def _new_block(self) -> tuple[list[Any], Any]:
+        slots: list[Any] = []
+        for p in self.kernel.params:
             if isinstance(p, BufferParam):
-                self._slots.append(ctypes.c_uint64(0))
+                slots.append(ctypes.c_uint64(0))
             else:
                 ctype = _CTYPES.get(p.dtype)
                 if ctype is None:
                     raise UnsupportedFeatureError(
-                        f"kernel {kernel.name!r} has scalar {p.name!r} of dtype {p.dtype}, which "
-                        "the CUDA backend cannot pass by value",
+                        f"kernel {self.kernel.name!r} has scalar {p.name!r} of dtype {p.dtype}, "
+                        "which the CUDA backend cannot pass by value",
                         fix="use an integer or floating-point scalar of 8 to 64 bits.",
                     )
-                self._slots.append(ctype())
-        self._pointers = (ctypes.c_void_p * max(1, len(self._slots)))(
-            *[ctypes.addressof(slot) for slot in self._slots]
+                slots.append(ctype())
+        pointers = (ctypes.c_void_p * max(1, len(slots)))(
+            *[ctypes.addressof(slot) for slot in slots]
         )
-        self._address = ctypes.addressof(self._pointers)
-        self._shared_optin = 0
-        self._checked: set[LaunchShape] = set()
+        return slots, pointers
+
+    def _fill(
+        self, slots: list[Any], pointers: Mapping[str, int], scalars: Mapping[str, np.generic]
+    ) -> None:
+        for slot, p in zip(slots, self.kernel.params, strict=True):
+            slot.value = pointers[p.name] if isinstance(p, BufferParam) else scalars[p.name].item()
 
     def pack(self, pointers: Mapping[str, int], scalars: Mapping[str, np.generic]) -> int:
         """Store this launch's arguments in the block; return its address for the driver."""
-        for slot, p in zip(self._slots, self.kernel.params, strict=True):
-            slot.value = pointers[p.name] if isinstance(p, BufferParam) else scalars[p.name].item()
+        self._fill(self._slots, pointers, scalars)
         return self._address
 
     def check_launch(self, launch: LaunchShape, info: DeviceInfo) -> None:
@@ -145,6 +160,35 @@ class LoadedKernel:
                 params,
                 0,
             )
+
+    def launch_step(self, call: BoundCall[Any], pointers: Mapping[str, int], stream: Any) -> None:
+        """Launch a sequence step once, from an argument block of its own.
+
+        The block is filled the first time ``call`` is seen and kept while ``call``
+        lives (held here, so its id stays its own): a step's pointers and scalars
+        never change, as ``StepPlans`` relies on too. Callers run
+        :meth:`check_launch` for the shape first.
+        """
+        shape = call.launch
+        if shape.empty:
+            return
+        entry = self._steps.get(id(call))
+        if entry is None or entry[0] is not call:
+            slots, block = self._new_block()
+            self._fill(slots, pointers, call.scalars)
+            if len(self._steps) >= STEP_BLOCKS:
+                self._steps.clear()
+            entry = self._steps[id(call)] = (call, slots, block, ctypes.addressof(block))
+        self._device.call(
+            self._device.driver.cuLaunchKernel,
+            self.function,
+            *shape.grid,
+            *shape.block,
+            shape.shared_bytes,
+            stream,
+            entry[3],
+            0,
+        )
 
     def unload(self) -> None:
         """Unload the module (backend close)."""

@@ -7,13 +7,17 @@ that per-call work was about a fifth of a 7-level traversal's host overhead. A
 :class:`PreparedSequence` does it once; each :meth:`PreparedSequence.submit` only
 reserves the buffers and enqueues. Prefix scalars (a traversal's source) may change
 per submission; their bindings are kept per value.
+
+:meth:`PreparedSequence.run` submits and waits in one step, for a caller that awaits
+its work at once: no pending dispatch is made, and the CUDA backend lets the waiting
+task poll the work's end itself (``CompletionWatcher.watch_and_wait``).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 
@@ -31,6 +35,19 @@ if TYPE_CHECKING:
 PREFIX_BINDINGS = 1024
 
 
+class SequenceResult(NamedTuple):
+    """What :meth:`PreparedSequence.run` returns.
+
+    Attributes:
+        outputs: The read ranges, in order.
+        device_ns: Device time of the run (timing events on CUDA, the reference's run
+            time on the CPU backend).
+    """
+
+    outputs: list[np.ndarray]
+    device_ns: int
+
+
 class PreparedSequence:
     """A resident repeated sequence, bound once; made by ``backend.prepare_repeated``.
 
@@ -44,11 +61,12 @@ class PreparedSequence:
         "_backend",
         "_by_scalars",
         "_names",
-        "_plans",
-        "_prefix",
-        "_repeated",
         "_steps",
-        "_uses",
+        "backend_plan",
+        "prefix",
+        "reads",
+        "repeated",
+        "uses",
     )
 
     def __init__(
@@ -62,10 +80,15 @@ class PreparedSequence:
     ) -> None:
         self._backend = backend
         self._steps = list(steps)
-        self._prefix = prefix
-        self._repeated = repeated
-        self._plans = plans
-        self._uses = uses
+        #: The prefix as prepared, the repeated steps, the reads, and each buffer the
+        #: steps touch -> whether they write it; what the backend enqueues from.
+        self.prefix = prefix
+        self.repeated = repeated
+        self.reads = plans
+        self.uses = uses
+        #: What the backend works out once for this sequence (CUDA: its body and
+        #: reads, see ``_cuda_sequence.SequencePlan``); made on first submission.
+        self.backend_plan: object = None
         self._names = {p.name for step in self._steps for p in step.kernel.scalar_params}
         self._by_scalars: dict[tuple[Any, ...], list[BoundCall[ResidentBuffer]]] = {}
 
@@ -91,6 +114,31 @@ class PreparedSequence:
         """
         return self._submit(repeat_count, scalars, config, time.perf_counter_ns())
 
+    async def run(
+        self, repeat_count: int, *, scalars: Mapping[str, Any] | None = None
+    ) -> SequenceResult:
+        """Enqueue one run and wait for it: ``submit(...)`` then ``timed()``, for less.
+
+        For a caller that awaits at once: no :class:`PendingDispatch` is made and the
+        device time is always measured. On the CUDA backend, while little else is in
+        flight, the waiting task polls the run's end itself instead of being woken by
+        the completion watcher. Cancelling the wait leaves the run on the device; its
+        memory goes back once it has finished.
+
+        Args:
+            repeat_count: Times the repeated steps run (0: only the prefix).
+            scalars: New values for scalars of the prefix steps, as for :meth:`submit`.
+
+        Raises:
+            ValidationError: A scalar name no prefix step has, or a value its kernel
+                refuses (nothing was enqueued).
+            LifecycleError: The backend closed, or a buffer was freed.
+            DispatchError: The run failed on the device.
+        """
+        start = time.perf_counter_ns()
+        prefix = self.prefix if not scalars else self._prefix_with(scalars)
+        return await self._backend._run_bound(self, prefix, repeat_count, start)
+
     def _submit(
         self,
         repeat_count: int,
@@ -98,10 +146,8 @@ class PreparedSequence:
         config: DispatchConfig | None,
         start: int,
     ) -> PendingDispatch[list[np.ndarray]]:
-        prefix = self._prefix if not scalars else self._prefix_with(scalars)
-        return self._backend._submit_bound(
-            prefix, self._repeated, repeat_count, self._plans, self._uses, config, start
-        )
+        prefix = self.prefix if not scalars else self._prefix_with(scalars)
+        return self._backend._submit_bound(self, prefix, repeat_count, config, start)
 
     def _prefix_with(self, scalars: Mapping[str, Any]) -> list[BoundCall[ResidentBuffer]]:
         # Types are part of the key: 1, 1.0 and True are equal, but a kernel may take
@@ -121,7 +167,7 @@ class PreparedSequence:
                 fix="pass only scalars of the prefix steps, or prepare another sequence.",
             )
         bound = []
-        for i, (step, call) in enumerate(zip(self._steps, self._prefix, strict=True)):
+        for i, (step, call) in enumerate(zip(self._steps, self.prefix, strict=True)):
             mine = {p.name: scalars[p.name] for p in step.kernel.scalar_params if p.name in scalars}
             if mine:
                 call = bind_step(
