@@ -72,8 +72,12 @@ class TraversalRun:
         replica = self._replica
         self._before = replica.backend.activity()
         self._started = time.perf_counter_ns()
-        self.scratch, reused = await replica.bfs_scratch(self._num_vertices)
-        self._counters.scratch_reused += reused
+        if replica.free_bfs:  # the common case, without a coroutine round trip
+            self.scratch = replica.free_bfs.pop()
+            self._counters.scratch_reused += 1
+        else:
+            self.scratch, reused = await replica.bfs_scratch(self._num_vertices)
+            self._counters.scratch_reused += reused
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:

@@ -597,7 +597,7 @@ class ResidentGraphSession:
     def _check_source(self, source: int) -> None:
         self._check_open()
         count = self._graph.num_vertices
-        if isinstance(source, bool) or not isinstance(source, int | np.integer):
+        if isinstance(source, bool) or not isinstance(source, (int, np.integer)):
             raise TypeError(f"source must be an int vertex id, got {type(source).__name__}")
         if not 0 <= int(source) < count:
             raise ValidationError(

@@ -9,7 +9,6 @@ import numpy as np
 
 from ..backends import (
     Backend,
-    DispatchConfig,
     PreparedSequence,
     ReadRange,
     ResidentBuffer,
@@ -21,7 +20,6 @@ from ..backends import (
 #: first batch covers a typical small-world graph's depth.
 FIRST_BATCH = 16
 MAX_BATCH = 256
-_TIMED = DispatchConfig(timing=True)
 
 
 async def run_until_done(
@@ -82,10 +80,8 @@ async def run_prepared(
     sequence = first
     while True:
         check()
-        pending = sequence.submit(batch, scalars=scalars, config=_TIMED)
-        result = await pending.timed()
-        device_ns += result.timing.device_ns or 0
-        (words,) = result.outputs
+        (words,), batch_ns = await sequence.run(batch, scalars=scalars)
+        device_ns += batch_ns
         if words[done_index]:
             return words, device_ns
         sequence, scalars = more, None
