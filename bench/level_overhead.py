@@ -2,15 +2,21 @@
 
 For ``session.reach_count`` on the R-MAT graph of bench/resident.py this records,
 per run: the wall time, the device time (timing events), the time spent inside
-``_submit_bound`` (the Python enqueue every sequence submission ends in), the
-moment the completion watcher finished the completion, and when the awaiting task
-got control back. From those:
+``_enqueue_steps`` (the Python enqueue of a sequence's waits, start event, prefix,
+body and end event, which every submission runs), the moment its completion was
+finished (``CompletionWatcher._finish``, by the waiting task or the watcher), and
+when the traversal returned. From those:
 
-- ``submit_us``: enqueue cost on the host;
-- ``detect_us``: submit return to completion finished, minus the device time (how
-  late the watcher noticed the end, plus the launch latency);
-- ``resume_us``: completion finished to the traversal returning (wake-up, state
-  copy, session bookkeeping).
+- ``before_submit_us``: call to the enqueue (session layers, checks, reservation);
+- ``submit_us``: inside ``_enqueue_steps`` (the device starts at its first event);
+- ``detect_us``: enqueue return to completion finished, minus the device time (how
+  late the end was noticed, plus launch latency; negative when the device started
+  well before the enqueue returned);
+- ``resume_us``: completion finished to the traversal returning (state copy,
+  session bookkeeping).
+
+Runs before 2026-11-21's run 54 timed all of ``_submit_bound`` (the whole
+submission, reads and completion event included) as ``submit_us``.
 
 Each variant of the watcher's waiting policy runs on the same sources; one cProfile
 of a variant shows the Python functions that cost the most.
@@ -46,7 +52,7 @@ async def measure(session: Any, backend: Any, sources: list[int]) -> dict[str, f
     finished: list[float] = []
     submitted: list[tuple[float, float]] = []
     original_finish = watcher._finish
-    original_submit = backend._submit_bound
+    original_submit = backend._enqueue_steps
 
     def stamped_finish(watch: Any, error: Any) -> None:
         original_finish(watch, error)
@@ -59,7 +65,7 @@ async def measure(session: Any, backend: Any, sources: list[int]) -> dict[str, f
         return pending
 
     watcher._finish = stamped_finish
-    backend._submit_bound = stamped_submit
+    backend._enqueue_steps = stamped_submit
     rows = []
     try:
         for source in sources:
@@ -88,7 +94,7 @@ async def measure(session: Any, backend: Any, sources: list[int]) -> dict[str, f
             )
     finally:
         del watcher._finish
-        del backend._submit_bound
+        del backend._enqueue_steps
     return {key: statistics.median(r[key] for r in rows) for key in rows[0]}
 
 
@@ -128,19 +134,15 @@ async def submit_breakdown(session: Any, backend: Any, sources: list[int]) -> di
     time_calls(
         backend,
         [
-            "_submit_bound",
-            "_bind_step",
-            "_plan_reads",
+            "_plan_of",
             "_new_completion",
-            "_enqueue_sequence",
-            "_pending",
-            "_start",
+            "_enqueue_steps",
+            "_enqueue_reads",
             "_launch_steps",
-            "_wait_for",
-            "_finish_on",
+            "_read_block",
+            "_release_read_block",
             "_stream",
-            "telemetry",
-            "read",
+            "activity",
         ],
         totals,
         "backend.",
@@ -148,8 +150,13 @@ async def submit_breakdown(session: Any, backend: Any, sources: list[int]) -> di
     time_calls(backend._registry, ["reserve"], totals, "registry.")
     time_calls(backend._graphs, ["launch"], totals, "graphs.")
     time_calls(backend._pinned, ["acquire"], totals, "pinned.")
-    time_calls(backend._events, ["acquire_timing_pair", "acquire"], totals, "events.")
-    time_calls(backend._watcher, ["watch"], totals, "watcher.")
+    time_calls(
+        backend._events,
+        ["acquire_timing_pair", "acquire", "release_timing_pair", "release"],
+        totals,
+        "events.",
+    )
+    time_calls(backend._watcher, ["_finish", "check_accepting"], totals, "watcher.")
     time_driver_calls(backend._cuda(), totals)
     for s in sources:
         await session.reach_count(s)
