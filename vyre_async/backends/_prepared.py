@@ -16,7 +16,7 @@ task poll the work's end itself (``CompletionWatcher.watch_and_wait``).
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
@@ -66,6 +66,7 @@ class PreparedSequence:
         "prefix",
         "reads",
         "repeated",
+        "reservation",
         "uses",
     )
 
@@ -89,6 +90,9 @@ class PreparedSequence:
         #: What the backend works out once for this sequence (CUDA: its body and
         #: reads, see ``_cuda_sequence.SequencePlan``); made on first submission.
         self.backend_plan: object = None
+        #: (registry generation, resolved records) of ``uses``; see
+        #: ``ResidentRegistry.reserve_resolved``.
+        self.reservation: tuple[int, Any] | None = None
         self._names = {p.name for step in self._steps for p in step.kernel.scalar_params}
         self._by_scalars: dict[tuple[Any, ...], list[BoundCall[ResidentBuffer]]] = {}
 
@@ -114,10 +118,15 @@ class PreparedSequence:
         """
         return self._submit(repeat_count, scalars, config, time.perf_counter_ns())
 
-    async def run(
+    def run(
         self, repeat_count: int, *, scalars: Mapping[str, Any] | None = None
-    ) -> SequenceResult:
+    ) -> Coroutine[Any, Any, SequenceResult]:
         """Enqueue one run and wait for it: ``submit(...)`` then ``timed()``, for less.
+
+        Use it as ``await prepared.run(...)``. It returns the backend's coroutine
+        itself rather than wrapping it in one more (scalars are checked here, so a
+        bad one raises at the call): every poll of a waiting run resumes each
+        coroutine it is nested in.
 
         For a caller that awaits at once: no :class:`PendingDispatch` is made and the
         device time is always measured. On the CUDA backend, while little else is in
@@ -137,7 +146,7 @@ class PreparedSequence:
         """
         start = time.perf_counter_ns()
         prefix = self.prefix if not scalars else self._prefix_with(scalars)
-        return await self._backend._run_bound(self, prefix, repeat_count, start)
+        return self._backend._run_bound(self, prefix, repeat_count, start)
 
     def _submit(
         self,
