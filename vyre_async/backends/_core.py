@@ -307,7 +307,7 @@ class BackendCore(ABC, Generic[S]):
         try:
             # A prepared sequence's buffers were checked when it was prepared; reserve
             # checks again that none was freed since, before anything is enqueued.
-            waits = self._registry.reserve(prepared.uses, completion)
+            waits = self._reserve_prepared(prepared, completion)
             collect, discard = self._enqueue_sequence(
                 task_group, prepared, prefix, repeat_count, config, completion, waits
             )
@@ -324,6 +324,17 @@ class BackendCore(ABC, Generic[S]):
             self._log.debug("sequence submitted", launches=launches, reads=len(prepared.reads))
         label = config.label or f"sequence of {len(prefix)}+{len(repeated)}x{repeat_count} steps"
         return self._pending(completion, collect, discard, config, label, start)
+
+    def _reserve_prepared(
+        self, prepared: PreparedSequence, completion: Completion
+    ) -> list[Completion]:
+        """Reserve a prepared sequence's buffers, resolving them again only after a
+        buffer left the registry."""
+        registry = self._registry
+        cached = prepared.reservation
+        if cached is None or cached[0] != registry.generation:
+            cached = prepared.reservation = (registry.generation, registry.resolve(prepared.uses))
+        return registry.reserve_resolved(cached[1], completion)
 
     async def _run_bound(
         self,
