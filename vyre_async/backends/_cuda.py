@@ -65,6 +65,9 @@ PAGEABLE_READ_MAX_BYTES = 32 << 20
 SMALL_READ_BYTES = 4096
 #: ...of which this many are kept idle.
 SMALL_READS_KEPT = 16
+#: Event sets (timing pair and completion event) kept idle for ``PreparedSequence.run``:
+#: a list pop instead of three trips through the event pools' locks and back.
+RUN_EVENT_SETS = 8
 #: Read-result blocks (see :mod:`._host_results`) kept idle for the next read...
 RESULT_BLOCKS_IDLE_BYTES = 128 << 20
 #: ...and page-locked once they come back, up to this many bytes in all.
@@ -160,6 +163,7 @@ class CudaBackend(BackendCore[DeviceAllocation]):
         self._plans: dict[tuple[Any, ...], StagingPlan] = {}
         self._step_plans = StepPlans()
         self._small_reads: list[PinnedBuffer] = []  # idle page-locked blocks for small reads
+        self._run_events: list[tuple[Any, Any, Any]] = []  # idle (start, end, done) for run()
         self._results = ResultBlocks(RESULT_BLOCKS_IDLE_BYTES, self._unregister)
         self._lock_results = True  # until the driver once refuses to page-lock a block
         self._slab_of: dict[int, _Slab] = {}  # id(member view) -> its slab
@@ -218,6 +222,10 @@ class CudaBackend(BackendCore[DeviceAllocation]):
                     self._stream_pool.release(stream)
                 while self._small_reads:
                     self._pinned.release(self._small_reads.pop())
+                while self._run_events:
+                    start, end, done = self._run_events.pop()
+                    self._events.release_timing_pair((start, end))
+                    self._events.release(done)
                 for block in locked_results:
                     try:
                         device.call(device.driver.cuMemHostUnregister, block.address)
@@ -275,7 +283,7 @@ class CudaBackend(BackendCore[DeviceAllocation]):
         return {
             "device": self._memory.live_allocations,
             "pinned": self._pinned.live_allocations - len(self._small_reads),  # kept idle: not out
-            "events": self._events.live,
+            "events": self._events.live - 3 * len(self._run_events),  # kept idle: not out
             "in_flight": self._watcher.in_flight,
         }
 
@@ -658,7 +666,7 @@ class CudaBackend(BackendCore[DeviceAllocation]):
             loaded = self._loaded_kernels(plan)
         completion = self._new_completion()
         try:
-            waits = self._registry.reserve(prepared.uses, completion)
+            waits = self._reserve_prepared(prepared, completion)
             for earlier in waits:  # enqueued from a task and not yet: no event to wait on
                 if not earlier.done and id(earlier) not in self._recorded:
                     await _quietly(earlier)
@@ -666,23 +674,20 @@ class CudaBackend(BackendCore[DeviceAllocation]):
         except BaseException as exc:
             completion.complete(exc)
             raise
-        events = self._events
-        timing = events.acquire_timing_pair()
+        kit = self._run_events.pop() if self._run_events else self._new_run_events()
+        timing, event = kit[:2], kit[2]
         key, stream = self._stream()
-        pinned = event = None
+        pinned = None
         try:
             self._enqueue_steps(stream, plan, loaded, prefix, repeat_count, waits, timing)
             pinned = self._read_block(plan.read_bytes) if plan.read_bytes else None
             self._enqueue_reads(stream, plan, pinned)
             self._watcher.check_accepting()
-            event = events.acquire()
             device = self._cuda()
             device.call(device.driver.cuEventRecord, event, stream)
         except BaseException as exc:
             self._sync_after_failure(stream)
-            if event is not None:
-                events.release(event)
-            events.release_timing_pair(timing)
+            self._release_run_events(kit)
             if pinned is not None:
                 self._release_read_block(pinned)
             completion.complete(exc)
@@ -699,8 +704,7 @@ class CudaBackend(BackendCore[DeviceAllocation]):
 
         def done() -> None:
             recorded.pop(id(completion), None)
-            events.release(event)
-            events.release_timing_pair(timing)
+            self._release_run_events(kit)
 
         try:
             await self._watcher.watch_and_wait(key, event, completion, done, timing=timing)
@@ -723,6 +727,21 @@ class CudaBackend(BackendCore[DeviceAllocation]):
         counters.wait_ns_total += end - enqueued
         counters.device_ns_total += device_ns
         return SequenceResult(outputs, device_ns)
+
+    def _new_run_events(self) -> tuple[Any, Any, Any]:
+        start, end = self._events.acquire_timing_pair()
+        try:
+            return start, end, self._events.acquire()
+        except BaseException:
+            self._events.release_timing_pair((start, end))
+            raise
+
+    def _release_run_events(self, kit: tuple[Any, Any, Any]) -> None:
+        if len(self._run_events) < RUN_EVENT_SETS:
+            self._run_events.append(kit)
+        else:
+            self._events.release_timing_pair(kit[:2])
+            self._events.release(kit[2])
 
     def _read_block(self, nbytes: int) -> PinnedBuffer:
         """Page-locked memory for a sequence's reads; small ones from a free list.
