@@ -314,14 +314,14 @@ class BackendCore(ABC, Generic[S]):
         except BaseException as exc:
             completion.complete(exc)
             raise
-        repeated = prepared.repeated
+        repeated = prepared._repeated
         launches = sum(not c.launch.empty for c in prefix) + repeat_count * sum(
             not c.launch.empty for c in repeated
         )
         self._counters.dispatches += 1
         self._counters.kernel_launches += launches
         if tracing_enabled():
-            self._log.debug("sequence submitted", launches=launches, reads=len(prepared.reads))
+            self._log.debug("sequence submitted", launches=launches, reads=len(prepared._reads))
         label = config.label or f"sequence of {len(prefix)}+{len(repeated)}x{repeat_count} steps"
         return self._pending(completion, collect, discard, config, label, start)
 
@@ -331,9 +331,9 @@ class BackendCore(ABC, Generic[S]):
         """Reserve a prepared sequence's buffers, resolving them again only after a
         buffer left the registry."""
         registry = self._registry
-        cached = prepared.reservation
+        cached = prepared._reservation
         if cached is None or cached[0] != registry.generation:
-            cached = prepared.reservation = (registry.generation, registry.resolve(prepared.uses))
+            cached = prepared._reservation = (registry.generation, registry.resolve(prepared._uses))
         return registry.reserve_resolved(cached[1], completion)
 
     async def _run_bound(

@@ -116,9 +116,9 @@ class CpuBackend(BackendCore[np.ndarray]):
 
             return step
 
-        reads = prepared.reads
+        reads = prepared._reads
         prefix_steps = [bind(c) for c in prefix]
-        repeated_steps = [bind(c) for c in prepared.repeated]
+        repeated_steps = [bind(c) for c in prepared._repeated]
         results: list[np.ndarray] = []
 
         def work() -> None:

@@ -538,16 +538,16 @@ class CudaBackend(BackendCore[DeviceAllocation]):
             raise
 
     def _plan_of(self, prepared: PreparedSequence) -> SequencePlan:
-        plan = prepared.backend_plan
+        plan = prepared._backend_plan
         if not isinstance(plan, SequencePlan):
             plan = SequencePlan(
                 self._step_plans,
                 self._pointer_of,
-                prepared.prefix,
-                prepared.repeated,
-                prepared.reads,
+                prepared._prefix,
+                prepared._repeated,
+                prepared._reads,
             )
-            prepared.backend_plan = plan
+            prepared._backend_plan = plan
         return plan
 
     def _loaded_kernels(self, plan: SequencePlan) -> dict[int, LoadedKernel]:

@@ -59,15 +59,15 @@ class PreparedSequence:
 
     __slots__ = (
         "_backend",
+        "_backend_plan",
         "_by_scalars",
         "_names",
+        "_prefix",
+        "_reads",
+        "_repeated",
+        "_reservation",
         "_steps",
-        "backend_plan",
-        "prefix",
-        "reads",
-        "repeated",
-        "reservation",
-        "uses",
+        "_uses",
     )
 
     def __init__(
@@ -83,16 +83,16 @@ class PreparedSequence:
         self._steps = list(steps)
         #: The prefix as prepared, the repeated steps, the reads, and each buffer the
         #: steps touch -> whether they write it; what the backend enqueues from.
-        self.prefix = prefix
-        self.repeated = repeated
-        self.reads = plans
-        self.uses = uses
+        self._prefix = prefix
+        self._repeated = repeated
+        self._reads = plans
+        self._uses = uses
         #: What the backend works out once for this sequence (CUDA: its body and
         #: reads, see ``_cuda_sequence.SequencePlan``); made on first submission.
-        self.backend_plan: object = None
+        self._backend_plan: object = None
         #: (registry generation, resolved records) of ``uses``; see
         #: ``ResidentRegistry.reserve_resolved``.
-        self.reservation: tuple[int, Any] | None = None
+        self._reservation: tuple[int, Any] | None = None
         self._names = {p.name for step in self._steps for p in step.kernel.scalar_params}
         self._by_scalars: dict[tuple[Any, ...], list[BoundCall[ResidentBuffer]]] = {}
 
@@ -145,7 +145,7 @@ class PreparedSequence:
             DispatchError: The run failed on the device.
         """
         start = time.perf_counter_ns()
-        prefix = self.prefix if not scalars else self._prefix_with(scalars)
+        prefix = self._prefix if not scalars else self._prefix_with(scalars)
         return self._backend._run_bound(self, prefix, repeat_count, start)
 
     def _submit(
@@ -155,7 +155,7 @@ class PreparedSequence:
         config: DispatchConfig | None,
         start: int,
     ) -> PendingDispatch[list[np.ndarray]]:
-        prefix = self.prefix if not scalars else self._prefix_with(scalars)
+        prefix = self._prefix if not scalars else self._prefix_with(scalars)
         return self._backend._submit_bound(self, prefix, repeat_count, config, start)
 
     def _prefix_with(self, scalars: Mapping[str, Any]) -> list[BoundCall[ResidentBuffer]]:
@@ -176,7 +176,7 @@ class PreparedSequence:
                 fix="pass only scalars of the prefix steps, or prepare another sequence.",
             )
         bound = []
-        for i, (step, call) in enumerate(zip(self._steps, self.prefix, strict=True)):
+        for i, (step, call) in enumerate(zip(self._steps, self._prefix, strict=True)):
             mine = {p.name: scalars[p.name] for p in step.kernel.scalar_params if p.name in scalars}
             if mine:
                 call = bind_step(
