@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import anyio
 import numpy as np
+import numpy.testing  # imported here: a lazy import inside a test reads files
 import pytest
 
 import vyre_async as va
@@ -107,6 +109,35 @@ async def test_overwriting_an_in_flight_buffer_is_refused() -> None:
         await pending
         await backend.write(x, np.zeros(4, np.float32))
         await backend.free(x)
+
+
+async def test_a_read_holds_its_buffer_until_it_has_copied() -> None:
+    """A read waiting for a writer counts as a user: free() and write() are refused
+    until it has its copy, and it returns what the writer left."""
+    gate = Gate()
+    source = np.arange(4, dtype=np.float32)
+    async with va.open_backend("cpu") as backend:
+        y = await backend.alloc(source.nbytes, np.float32)
+        pending = backend.submit(gated_kernel(gate), {"x": source, "y": y})
+        got: list[np.ndarray] = []
+
+        async def read() -> None:
+            got.append(await backend.read(y))
+
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(read)
+                await anyio.wait_all_tasks_blocked()
+                with pytest.raises(va.LifecycleError, match=r"2 unfinished dispatches or reads"):
+                    await backend.free(y)
+                with pytest.raises(va.LifecycleError, match=r"cannot be overwritten.*Fix:"):
+                    await backend.write(y, np.zeros(4, np.float32))
+                gate.open()
+                await pending
+        finally:
+            gate.open()
+        await backend.free(y)
+    np.testing.assert_array_equal(got[0], source)
 
 
 async def test_resident_output_stays_resident(rng: np.random.Generator) -> None:

@@ -434,3 +434,25 @@ async def test_a_prepared_run_longer_than_the_spin_budget_still_returns(
     assert device_ns > 10_000_000  # well past the 2 ms budget
     for b in (xb, yb):
         await cuda.free(b)
+
+
+async def test_a_read_holds_its_buffer_behind_a_running_writer(cuda: va.Backend) -> None:
+    """A read waiting for a kernel that writes its buffer counts as a user: free() is
+    refused until the read has its copy, which is what the kernel wrote."""
+    x = np.arange(1 << 12, dtype=np.float32)
+    y = await cuda.alloc(x.nbytes, np.float32)
+    pending = cuda.submit(spin_kernel, {"x": x, "y": y}, cycles=100_000_000)  # ~50 ms
+    got: list[np.ndarray] = []
+
+    async def read() -> None:
+        got.append(await cuda.read(y))
+
+    with anyio.fail_after(30):
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(read)
+            await anyio.wait_all_tasks_blocked()
+            with pytest.raises(va.LifecycleError, match=r"2 unfinished dispatches or reads"):
+                await cuda.free(y)
+        await pending
+    await cuda.free(y)
+    np.testing.assert_array_equal(got[0], x)

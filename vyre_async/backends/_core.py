@@ -11,7 +11,7 @@ import contextlib
 import enum
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar
 
@@ -514,10 +514,8 @@ class BackendCore(ABC, Generic[S]):
         self._check_open()
         (plan,) = self._plan_reads([ReadRange(buffer, offset, count)])
         check_out(out, buffer.dtype, plan[3])
-        writer = self._registry.last_write(buffer)
-        if writer is not None:
-            await _quietly(writer)
-        await self._read_into(plan, out)
+        async with self._reading([plan]):
+            await self._read_into(plan, out)
         self._counters.bytes_downloaded += out.nbytes
         self._counters.sync_points += 1
         return out
@@ -526,11 +524,8 @@ class BackendCore(ABC, Generic[S]):
         """Copy several ranges back behind one fence; arrays in the order asked."""
         self._check_open()
         plans = self._plan_reads(ranges)
-        for plan in plans:
-            writer = self._registry.last_write(plan[1])
-            if writer is not None:
-                await _quietly(writer)
-        arrays = await self._read(plans)
+        async with self._reading(plans):
+            arrays = await self._read(plans)
         self._counters.bytes_downloaded += sum(a.nbytes for a in arrays)
         self._counters.sync_points += 1
         return arrays
@@ -550,6 +545,24 @@ class BackendCore(ABC, Generic[S]):
         """Release a resident buffer; refused while an unfinished dispatch uses it."""
         self._check_open()
         self._release(self._registry.remove(buffer))
+
+    @contextlib.asynccontextmanager
+    async def _reading(self, plans: list[ReadPlan]) -> AsyncIterator[None]:
+        """Hold the read buffers as a reader for the block, after their last writer.
+
+        While a read copies, freeing or overwriting its buffers is refused and later
+        writers wait for it, as for any dispatch that reads them; backends return
+        from a cancelled read only once its copies have ended, so the buffers are
+        released only then. Closing the backend waits for reads in flight too.
+        """
+        completion = self._new_completion()
+        try:
+            waits = self._registry.reserve({plan[1]: False for plan in plans}, completion)
+            for writer in waits:
+                await _quietly(writer)
+            yield
+        finally:
+            completion.complete()
 
     def _plan_reads(self, ranges: Sequence[ReadRange]) -> list[ReadPlan]:
         plans: list[ReadPlan] = []

@@ -958,7 +958,8 @@ class CudaBackend(BackendCore[DeviceAllocation]):
                     )
 
         release_pinned = self._once(self._pinned.release, pinned)
-        await self._stream_op(enqueue, lambda: None, on_abandon=release_pinned)
+        # settle: the caller's hold on the buffers ends when this returns.
+        await self._stream_op(enqueue, lambda: None, on_abandon=release_pinned, settle=True)
         arrays = [
             pinned.array[at : at + size].view(buffer.dtype).copy()
             for (_, buffer, _, _), size, at in zip(plans, sizes, offsets, strict=False)
@@ -1136,6 +1137,10 @@ class CudaBackend(BackendCore[DeviceAllocation]):
             )
         except BaseException:
             landed[-1].add_done_callback(release_pinned)
+            # One stream: the last piece landed means no copy reads the buffers any
+            # more, and the caller's hold on them ends when this returns.
+            with anyio.CancelScope(shield=True):
+                await _quietly(landed[-1])
             raise
         release_pinned()
         return outs
