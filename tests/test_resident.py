@@ -128,7 +128,7 @@ async def test_a_read_holds_its_buffer_until_it_has_copied() -> None:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(read)
                 await anyio.wait_all_tasks_blocked()
-                with pytest.raises(va.LifecycleError, match=r"2 unfinished dispatches or reads"):
+                with pytest.raises(va.LifecycleError, match=r"2 unfinished dispatches, reads or"):
                     await backend.free(y)
                 with pytest.raises(va.LifecycleError, match=r"cannot be overwritten.*Fix:"):
                     await backend.write(y, np.zeros(4, np.float32))
@@ -138,6 +138,36 @@ async def test_a_read_holds_its_buffer_until_it_has_copied() -> None:
             gate.open()
         await backend.free(y)
     np.testing.assert_array_equal(got[0], source)
+
+
+async def test_a_write_holds_its_buffer_and_later_work_sees_what_it_wrote(
+    rng: np.random.Generator,
+) -> None:
+    """While a write copies, free() is refused and a dispatch that reads the buffer
+    waits for it: the sum is of the written data, not of the old."""
+    n = (2 << 20) // 4  # over the inline-copy size: the copy runs in a worker thread
+    new = rng.standard_normal(n).astype(np.float32)
+    async with va.open_backend("cpu") as backend:
+        x = await backend.upload(np.zeros(n, np.float32))
+        limiter = backend._limiter  # type: ignore[attr-defined]
+        holders = [object() for _ in range(int(limiter.total_tokens))]
+        for holder in holders:  # the write's copy cannot start yet
+            await limiter.acquire_on_behalf_of(holder)
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(backend.write, x, new)
+                await anyio.wait_all_tasks_blocked()
+                with pytest.raises(va.LifecycleError, match=r"1 unfinished dispatch, read or"):
+                    await backend.free(x)
+                pending = backend.submit(sum_reduce, {"x": x})
+                while holders:
+                    limiter.release_on_behalf_of(holders.pop())
+            total = (await pending)["out"][0]
+        finally:
+            for holder in holders:
+                limiter.release_on_behalf_of(holder)
+        await backend.free(x)
+    assert abs(float(total) - new.astype(np.float64).sum()) <= 1e-3 * np.abs(new).sum()
 
 
 async def test_resident_output_stays_resident(rng: np.random.Generator) -> None:

@@ -471,7 +471,8 @@ class BackendCore(ABC, Generic[S]):
             )
         offset, _ = resolve_range(buffer, offset, data.size)
         self._registry.check_idle(buffer, "overwritten")
-        await self._write(storage, offset * buffer.dtype.itemsize, np.ascontiguousarray(data))
+        async with self._holding({buffer: True}):
+            await self._write(storage, offset * buffer.dtype.itemsize, np.ascontiguousarray(data))
         self._counters.bytes_uploaded += data.nbytes
 
     async def read(
@@ -514,7 +515,7 @@ class BackendCore(ABC, Generic[S]):
         self._check_open()
         (plan,) = self._plan_reads([ReadRange(buffer, offset, count)])
         check_out(out, buffer.dtype, plan[3])
-        async with self._reading([plan]):
+        async with self._holding({plan[1]: False}):
             await self._read_into(plan, out)
         self._counters.bytes_downloaded += out.nbytes
         self._counters.sync_points += 1
@@ -524,7 +525,7 @@ class BackendCore(ABC, Generic[S]):
         """Copy several ranges back behind one fence; arrays in the order asked."""
         self._check_open()
         plans = self._plan_reads(ranges)
-        async with self._reading(plans):
+        async with self._holding({plan[1]: False for plan in plans}):
             arrays = await self._read(plans)
         self._counters.bytes_downloaded += sum(a.nbytes for a in arrays)
         self._counters.sync_points += 1
@@ -547,19 +548,19 @@ class BackendCore(ABC, Generic[S]):
         self._release(self._registry.remove(buffer))
 
     @contextlib.asynccontextmanager
-    async def _reading(self, plans: list[ReadPlan]) -> AsyncIterator[None]:
-        """Hold the read buffers as a reader for the block, after their last writer.
+    async def _holding(self, uses: dict[ResidentBuffer, bool]) -> AsyncIterator[None]:
+        """Hold buffers (each -> whether it is written) for a read or write, after the
+        earlier work it must follow.
 
-        While a read copies, freeing or overwriting its buffers is refused and later
-        writers wait for it, as for any dispatch that reads them; backends return
-        from a cancelled read only once its copies have ended, so the buffers are
-        released only then. Closing the backend waits for reads in flight too.
+        While a read or write copies, freeing or overwriting its buffers is refused and
+        later work that uses them waits for it, as for a dispatch; backends return from
+        a cancelled copy only once it has ended, so the hold ends only then. Closing
+        the backend waits for copies in flight too.
         """
         completion = self._new_completion()
         try:
-            waits = self._registry.reserve({plan[1]: False for plan in plans}, completion)
-            for writer in waits:
-                await _quietly(writer)
+            for earlier in self._registry.reserve(uses, completion):
+                await _quietly(earlier)
             yield
         finally:
             completion.complete()

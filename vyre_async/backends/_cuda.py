@@ -897,7 +897,8 @@ class CudaBackend(BackendCore[DeviceAllocation]):
                 stream,
             )
 
-        await self._stream_op(enqueue, lambda: self._pinned.release(pinned))
+        # settle: the caller's hold on the buffer ends when this returns.
+        await self._stream_op(enqueue, lambda: self._pinned.release(pinned), settle=True)
 
     def _pointer_of(self, buffer: ResidentBuffer) -> int:
         return int(self._registry.storage(buffer).ptr)
@@ -917,8 +918,9 @@ class CudaBackend(BackendCore[DeviceAllocation]):
     ) -> None:
         """Copy from already page-locked host memory straight to the device: no staging.
 
-        The copy reads ``data`` until it lands, so the completion keeps ``data`` alive
-        until then, also when the wait is cancelled.
+        The copy reads ``data`` until it lands: a cancelled write returns only then
+        (the caller may change ``data`` once it returns), and the completion keeps
+        ``data`` alive until then.
         """
         device = self._cuda()
 
@@ -931,7 +933,7 @@ class CudaBackend(BackendCore[DeviceAllocation]):
                 stream,
             )
 
-        await self._stream_op(enqueue, functools.partial(_keep_alive, data))
+        await self._stream_op(enqueue, functools.partial(_keep_alive, data), settle=True)
 
     async def _read(self, plans: list[ReadPlan]) -> list[np.ndarray]:
         device = self._cuda()

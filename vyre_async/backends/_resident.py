@@ -119,11 +119,12 @@ class ResidentRegistry(Generic[S]):
         """Refuse ``action`` (free / overwrite) while an unfinished dispatch uses the buffer."""
         record = self._record(buffer)
         if record.in_flight:
-            plural = "dispatch or read" if record.in_flight == 1 else "dispatches or reads"
+            single = record.in_flight == 1
+            plural = "dispatch, read or write" if single else "dispatches, reads or writes"
             raise LifecycleError(
                 f"resident buffer {buffer.id} is used by {record.in_flight} unfinished "
                 f"{plural}, so it cannot be {action}",
-                fix=f"await the pending dispatch or read before the buffer is {action}.",
+                fix=f"await the pending work before the buffer is {action}.",
             )
 
     def resolve(self, uses: Mapping[ResidentBuffer, bool]) -> list[tuple[_Record[S], bool]]:
