@@ -170,6 +170,33 @@ async def test_a_write_holds_its_buffer_and_later_work_sees_what_it_wrote(
     assert abs(float(total) - new.astype(np.float64).sum()) <= 1e-3 * np.abs(new).sum()
 
 
+async def test_writes_into_one_buffer_may_copy_side_by_side(rng: np.random.Generator) -> None:
+    """Two host writes into halves of one buffer overlap in time; both land."""
+    half = (2 << 20) // 4  # over the inline-copy size: each copy runs in a worker thread
+    first, second = (rng.standard_normal(half).astype(np.float32) for _ in range(2))
+    async with va.open_backend("cpu") as backend:
+        x = await backend.alloc(8 * half, np.float32)
+        limiter = backend._limiter  # type: ignore[attr-defined]
+        holders = [object() for _ in range(int(limiter.total_tokens))]
+        for holder in holders:  # neither copy can start until both writes are in flight
+            await limiter.acquire_on_behalf_of(holder)
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(backend.write, x, first, 0)
+                tg.start_soon(backend.write, x, second, half)
+                await anyio.wait_all_tasks_blocked()
+                with pytest.raises(va.LifecycleError, match=r"2 unfinished dispatches, reads or"):
+                    await backend.free(x)
+                while holders:
+                    limiter.release_on_behalf_of(holders.pop())
+        finally:
+            for holder in holders:
+                limiter.release_on_behalf_of(holder)
+        got = await backend.read(x)
+        await backend.free(x)
+    np.testing.assert_array_equal(got, np.concatenate([first, second]))
+
+
 async def test_resident_output_stays_resident(rng: np.random.Generator) -> None:
     """An output bound to a resident buffer is written there, cleared first, not returned."""
     data = rng.integers(0, 256, 4096, dtype=np.uint8)

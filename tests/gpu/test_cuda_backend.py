@@ -8,6 +8,7 @@ import textwrap
 from collections.abc import Mapping
 
 import anyio
+import anyio.lowlevel
 import numpy as np
 import pytest
 
@@ -439,9 +440,11 @@ async def test_a_prepared_run_longer_than_the_spin_budget_still_returns(
 async def test_a_read_holds_its_buffer_behind_a_running_writer(cuda: va.Backend) -> None:
     """A read waiting for a kernel that writes its buffer counts as a user: free() is
     refused until the read has its copy, which is what the kernel wrote."""
+    await cuda.prepare(spin_kernel)  # enqueued at submit, not after a compile
     x = np.arange(1 << 12, dtype=np.float32)
     y = await cuda.alloc(x.nbytes, np.float32)
-    pending = cuda.submit(spin_kernel, {"x": x, "y": y}, cycles=100_000_000)  # ~50 ms
+    in_flight = cuda._in_flight  # type: ignore[attr-defined]
+    pending = cuda.submit(spin_kernel, {"x": x, "y": y}, cycles=400_000_000)  # ~0.2 s
     got: list[np.ndarray] = []
 
     async def read() -> None:
@@ -450,7 +453,9 @@ async def test_a_read_holds_its_buffer_behind_a_running_writer(cuda: va.Backend)
     with anyio.fail_after(30):
         async with anyio.create_task_group() as tg:
             tg.start_soon(read)
-            await anyio.wait_all_tasks_blocked()
+            while len(in_flight) < 2:  # the kernel and the read
+                await anyio.lowlevel.checkpoint()
+            assert not pending.is_ready()  # 0.2 s of spinning
             with pytest.raises(va.LifecycleError, match=r"2 unfinished dispatches, reads or"):
                 await cuda.free(y)
         await pending

@@ -11,7 +11,7 @@ import contextlib
 import enum
 import time
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar
 
@@ -471,8 +471,14 @@ class BackendCore(ABC, Generic[S]):
             )
         offset, _ = resolve_range(buffer, offset, data.size)
         self._registry.check_idle(buffer, "overwritten")
-        async with self._holding({buffer: True}):
+        completion = self._new_completion()
+        # Held while it copies: work submitted meanwhile waits, freeing is refused;
+        # backends return from a cancelled copy only once it has ended.
+        self._registry.hold_copy_in(buffer, completion)
+        try:
             await self._write(storage, offset * buffer.dtype.itemsize, np.ascontiguousarray(data))
+        finally:
+            completion.complete()
         self._counters.bytes_uploaded += data.nbytes
 
     async def read(
@@ -515,7 +521,7 @@ class BackendCore(ABC, Generic[S]):
         self._check_open()
         (plan,) = self._plan_reads([ReadRange(buffer, offset, count)])
         check_out(out, buffer.dtype, plan[3])
-        async with self._holding({plan[1]: False}):
+        async with self._reading([plan[1]]):
             await self._read_into(plan, out)
         self._counters.bytes_downloaded += out.nbytes
         self._counters.sync_points += 1
@@ -525,7 +531,7 @@ class BackendCore(ABC, Generic[S]):
         """Copy several ranges back behind one fence; arrays in the order asked."""
         self._check_open()
         plans = self._plan_reads(ranges)
-        async with self._holding({plan[1]: False for plan in plans}):
+        async with self._reading(plan[1] for plan in plans):
             arrays = await self._read(plans)
         self._counters.bytes_downloaded += sum(a.nbytes for a in arrays)
         self._counters.sync_points += 1
@@ -548,18 +554,17 @@ class BackendCore(ABC, Generic[S]):
         self._release(self._registry.remove(buffer))
 
     @contextlib.asynccontextmanager
-    async def _holding(self, uses: dict[ResidentBuffer, bool]) -> AsyncIterator[None]:
-        """Hold buffers (each -> whether it is written) for a read or write, after the
-        earlier work it must follow.
+    async def _reading(self, buffers: Iterable[ResidentBuffer]) -> AsyncIterator[None]:
+        """Hold ``buffers`` as a reader for the block, after the work it must follow.
 
-        While a read or write copies, freeing or overwriting its buffers is refused and
-        later work that uses them waits for it, as for a dispatch; backends return from
-        a cancelled copy only once it has ended, so the hold ends only then. Closing
-        the backend waits for copies in flight too.
+        While a read copies, freeing or overwriting its buffers is refused and later
+        writers wait for it, as for a dispatch that reads them; backends return from a
+        cancelled read only once its copies have ended, so the hold ends only then.
+        Closing the backend waits for reads in flight too.
         """
         completion = self._new_completion()
         try:
-            for earlier in self._registry.reserve(uses, completion):
+            for earlier in self._registry.reserve(dict.fromkeys(buffers, False), completion):
                 await _quietly(earlier)
             yield
         finally:

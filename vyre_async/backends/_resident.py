@@ -2,8 +2,9 @@
 
 The handle (:class:`ResidentBuffer`) is what callers hold; the backend keeps the
 storage and the bookkeeping in a :class:`ResidentRegistry`: who owns a handle,
-whether it was freed, how many unfinished dispatches use it, and which completion a
-later user must wait for so that work on one buffer runs in submission order.
+whether it was freed, how much unfinished work uses it (dispatches, sequences, reads
+and host writes), and which completions a later user must wait for so that work on
+one buffer runs in submission order.
 """
 
 from __future__ import annotations
@@ -71,6 +72,8 @@ class _Record(Generic[S]):
     in_flight: int = 0
     last_write: Completion | None = None
     reads: list[Completion] = field(default_factory=list)
+    # Host writes copying in now; several may, into ranges of the caller's choosing.
+    copies_in: list[Completion] = field(default_factory=list)
 
 
 class ResidentRegistry(Generic[S]):
@@ -116,13 +119,21 @@ class ResidentRegistry(Generic[S]):
         )
 
     def check_idle(self, buffer: ResidentBuffer, action: str) -> None:
-        """Refuse ``action`` (free / overwrite) while an unfinished dispatch uses the buffer."""
+        """Refuse ``action`` (free / overwrite) while unfinished work uses the buffer.
+
+        Overwriting is refused for dispatches, sequences and reads, not for other host
+        writes: those copy into ranges of the caller's choosing, as
+        ``upload_egraph``'s chunks do side by side.
+        """
         record = self._record(buffer)
-        if record.in_flight:
-            single = record.in_flight == 1
+        users = record.in_flight
+        if action == "overwritten":
+            users -= len(record.copies_in)
+        if users:
+            single = users == 1
             plural = "dispatch, read or write" if single else "dispatches, reads or writes"
             raise LifecycleError(
-                f"resident buffer {buffer.id} is used by {record.in_flight} unfinished "
+                f"resident buffer {buffer.id} is used by {users} unfinished "
                 f"{plural}, so it cannot be {action}",
                 fix=f"await the pending work before the buffer is {action}.",
             )
@@ -162,6 +173,8 @@ class ResidentRegistry(Generic[S]):
         for record, writes in records:
             if record.last_write is not None and not record.last_write.done:
                 waits[id(record.last_write)] = record.last_write
+            for copy in record.copies_in:
+                waits[id(copy)] = copy
             if writes:
                 for reader in record.reads:
                     if not reader.done:
@@ -183,10 +196,27 @@ class ResidentRegistry(Generic[S]):
         completion.add_done_callback(release)
         return list(waits.values())
 
+    def hold_copy_in(self, buffer: ResidentBuffer, completion: Completion) -> None:
+        """Mark a host write into ``buffer`` in flight until ``completion``.
+
+        Call after ``check_idle(buffer, "overwritten")``: no dispatch, sequence or read
+        uses the buffer, so the write waits for nothing; work submitted while it copies
+        waits for it (see :meth:`reserve_resolved`), and freeing is refused.
+        """
+        record = self._record(buffer)
+        record.copies_in.append(completion)
+        record.in_flight += 1
+
+        def release() -> None:
+            record.in_flight -= 1
+            record.copies_in.remove(completion)
+
+        completion.add_done_callback(release)
+
     def users(self, buffer: ResidentBuffer) -> list[Completion]:
         """Every unfinished piece of work that reads or writes ``buffer``."""
         record = self._record(buffer)
-        users = [c for c in record.reads if not c.done]
+        users = [c for c in (*record.reads, *record.copies_in) if not c.done]
         if record.last_write is not None and not record.last_write.done:
             users.append(record.last_write)
         return users
