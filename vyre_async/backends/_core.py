@@ -11,7 +11,7 @@ import contextlib
 import enum
 import time
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar
 
@@ -521,8 +521,11 @@ class BackendCore(ABC, Generic[S]):
         self._check_open()
         (plan,) = self._plan_reads([ReadRange(buffer, offset, count)])
         check_out(out, buffer.dtype, plan[3])
-        async with self._reading([plan[1]]):
+        completion = await self._hold_for_reading([buffer])
+        try:
             await self._read_into(plan, out)
+        finally:
+            completion.complete()
         self._counters.bytes_downloaded += out.nbytes
         self._counters.sync_points += 1
         return out
@@ -531,8 +534,11 @@ class BackendCore(ABC, Generic[S]):
         """Copy several ranges back behind one fence; arrays in the order asked."""
         self._check_open()
         plans = self._plan_reads(ranges)
-        async with self._reading(plan[1] for plan in plans):
+        completion = await self._hold_for_reading([plan[1] for plan in plans])
+        try:
             arrays = await self._read(plans)
+        finally:
+            completion.complete()
         self._counters.bytes_downloaded += sum(a.nbytes for a in arrays)
         self._counters.sync_points += 1
         return arrays
@@ -553,22 +559,23 @@ class BackendCore(ABC, Generic[S]):
         self._check_open()
         self._release(self._registry.remove(buffer))
 
-    @contextlib.asynccontextmanager
-    async def _reading(self, buffers: Iterable[ResidentBuffer]) -> AsyncIterator[None]:
-        """Hold ``buffers`` as a reader for the block, after the work it must follow.
+    async def _hold_for_reading(self, buffers: list[ResidentBuffer]) -> Completion:
+        """Hold ``buffers`` as a reader until the returned completion is completed,
+        once the work the read must follow has finished.
 
         While a read copies, freeing or overwriting its buffers is refused and later
         writers wait for it, as for a dispatch that reads them; backends return from a
-        cancelled read only once its copies have ended, so the hold ends only then.
-        Closing the backend waits for reads in flight too.
+        cancelled read only once its copies have ended, so the caller completes the
+        hold only then. Closing the backend waits for reads in flight too.
         """
         completion = self._new_completion()
         try:
             for earlier in self._registry.reserve(dict.fromkeys(buffers, False), completion):
                 await _quietly(earlier)
-            yield
-        finally:
+        except BaseException:
             completion.complete()
+            raise
+        return completion
 
     def _plan_reads(self, ranges: Sequence[ReadRange]) -> list[ReadPlan]:
         plans: list[ReadPlan] = []
