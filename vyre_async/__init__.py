@@ -25,6 +25,7 @@ from .backends import DispatchConfig as DispatchConfig
 from .backends import PreparedSequence as PreparedSequence
 from .backends import ReadRange as ReadRange
 from .backends import ResidentBuffer as ResidentBuffer
+from .backends import SequenceResult as SequenceResult
 from .backends import SequenceStep as SequenceStep
 from .backends import open_backend as open_backend
 from .errors import CompileError as CompileError
@@ -72,6 +73,7 @@ __all__ = [
     "ReadRange",
     "ResidentBuffer",
     "ResidentGraphSession",
+    "SequenceResult",
     "SequenceStep",
     "SessionStats",
     "TelemetrySnapshot",

@@ -8,6 +8,7 @@ from ._open import BackendKind as BackendKind
 from ._open import DeviceSelector as DeviceSelector
 from ._open import open_backend as open_backend
 from ._prepared import PreparedSequence as PreparedSequence
+from ._prepared import SequenceResult as SequenceResult
 from ._protocol import Backend as Backend
 from ._resident import ResidentBuffer as ResidentBuffer
 from ._sequence import ReadRange as ReadRange
@@ -24,6 +25,7 @@ __all__ = [
     "PreparedSequence",
     "ReadRange",
     "ResidentBuffer",
+    "SequenceResult",
     "SequenceStep",
     "open_backend",
 ]
