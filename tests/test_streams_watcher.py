@@ -656,3 +656,25 @@ async def test_stopping_the_watcher_fails_followed_work() -> None:
         tg.cancel_scope.cancel()
     assert released == []
     assert watcher.in_flight == 0
+
+
+async def test_one_waiter_at_a_time_polls_a_stream_and_few_in_flight_in_all() -> None:
+    """A second wait on a followed stream, or one past the in-flight limit, is queued
+    for the watcher: a hand-over can then always put a stream's oldest work first."""
+    events = ScriptedEvents()
+    watcher = CompletionWatcher(events.query, few_spin_s=FOLLOW_S)
+    completions = [Completion() for _ in range(6)]
+    recorded = [events.record() for _ in completions]
+    streams = ["a", "a", "b", "c", "d", "e"]
+    async with running(watcher), anyio.create_task_group() as tg:
+        for count, (stream, event, completion) in enumerate(
+            zip(streams, recorded, completions, strict=True), start=1
+        ):
+            tg.start_soon(watcher.watch_and_wait, stream, event, completion)
+            await wait_for(lambda count=count: watcher.in_flight == count)  # in this order
+        # Followed: the first on "a", then "b", "c" (four in flight); queued: the second
+        # on "a" and those past the limit ("d", "e").
+        assert watcher.busy_streams == 3
+        for event in recorded:
+            events.finish(event)
+    assert all(completion.done for completion in completions)

@@ -122,8 +122,9 @@ class CompletionWatcher:
         self._few_spin_s = spin_s if few_spin_s is None else few_spin_s
         self._streams: dict[Hashable, deque[_Watch]] = {}
         self._in_flight = 0
-        # Work its waiting task polls itself (watch_and_wait), by id.
-        self._following: dict[int, _Watch] = {}
+        # Work its waiting task polls itself (watch_and_wait), by stream: one at most
+        # per stream, so a hand-over always puts the stream's oldest work first.
+        self._following: dict[Hashable, _Watch] = {}
         self._wake = anyio.Event()
         self._idle: anyio.Event | None = None
         self._nap: anyio.CancelScope | None = None
@@ -210,10 +211,10 @@ class CompletionWatcher:
     ) -> None:
         """Register work as :meth:`watch` does, then wait for it (see the module docstring).
 
-        While at most :data:`PRECISE_NAP_MAX_IN_FLIGHT` pieces are in flight and no
-        earlier work of the stream is registered, the calling task polls ``event``
-        itself for the spin budget; otherwise, or after the budget, the watcher
-        polls it. Cancelling the wait hands the work to the watcher, so ``on_done``
+        While fewer than :data:`PRECISE_NAP_MAX_IN_FLIGHT` other pieces are in flight
+        and no earlier work of the stream is registered, the calling task polls
+        ``event`` itself for the spin budget; otherwise, or after the budget, the
+        watcher polls it. Cancelling the wait hands the work to the watcher, so ``on_done``
         still runs once the device has finished it.
 
         Raises:
@@ -223,16 +224,17 @@ class CompletionWatcher:
         """
         self.check_accepting()
         watch = _Watch(event, completion, on_done, timing)
+        following = self._following
         if (
             self._state != "running"
-            or self._in_flight >= PRECISE_NAP_MAX_IN_FLIGHT
+            or self._in_flight + len(following) >= PRECISE_NAP_MAX_IN_FLIGHT
             or stream_key in self._streams
+            or stream_key in following
         ):
             self._queue(stream_key, watch)
             await completion.wait()
             return
-        key = id(watch)
-        self._following[key] = watch
+        following[stream_key] = watch
         deadline = self._clock() + self._few_spin_s
         polled = False
         try:
@@ -241,21 +243,21 @@ class CompletionWatcher:
                 try:
                     result = int(self._query(event))
                 except Exception as exc:  # as in _poll: a broken query finishes the work
-                    del self._following[key]
+                    del following[stream_key]
                     self._finish(watch, _query_failed(exc))
                     break
                 if result != CUDA_ERROR_NOT_READY:
-                    del self._following[key]
+                    del following[stream_key]
                     self._settle(watch, result)
                     break
                 if self._clock() >= deadline:
-                    self._hand_over(key, stream_key)
+                    self._hand_over(stream_key)
                     break
                 await anyio.lowlevel.checkpoint()
                 polled = True
         except BaseException:
-            if key in self._following:  # cancelled while polling: the watcher finishes it
-                self._hand_over(key, stream_key)
+            if following.get(stream_key) is watch:  # cancelled while polling
+                self._hand_over(stream_key)  # the watcher finishes it
             raise
         finally:
             self._note_idle()
@@ -294,13 +296,13 @@ class CompletionWatcher:
         if self._nap is not None:
             self._nap.cancel()
 
-    def _hand_over(self, key: int, stream_key: Hashable) -> None:
-        """Move followed work to the watcher's queue, ahead of its stream's later work.
+    def _hand_over(self, stream_key: Hashable) -> None:
+        """Move a stream's followed work to the watcher's queue, ahead of its later work.
 
         The watcher is running: stopping it takes followed work out of ``_following``
         (``_take_all``), so none is handed over after that.
         """
-        self._queue(stream_key, self._following.pop(key), oldest=True)
+        self._queue(stream_key, self._following.pop(stream_key), oldest=True)
 
     def _note_idle(self) -> None:
         if self._idle is not None and not self._streams and not self._following:
