@@ -221,11 +221,6 @@ class ResidentRegistry(Generic[S]):
             users.append(record.last_write)
         return users
 
-    def last_write(self, buffer: ResidentBuffer) -> Completion | None:
-        """The unfinished last writer of ``buffer``, which a host read must wait for."""
-        write = self._record(buffer).last_write
-        return write if write is not None and not write.done else None
-
     def remove(self, buffer: ResidentBuffer) -> S:
         """Forget an idle buffer and return its storage for the backend to release."""
         self.check_idle(buffer, "freed")
