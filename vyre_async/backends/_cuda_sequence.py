@@ -30,9 +30,10 @@ READ_ALIGN = 256
 class SequencePlan:
     """A prepared sequence's body, kernels and reads on one device.
 
-    Made on the sequence's first submission, after its buffers were checked live;
-    a pointer in it stays right for as long as its buffer lives, and every
-    submission reserves (checks) the buffers again before anything is enqueued.
+    Made on the sequence's first submission, which looks each buffer up (a freed
+    one is refused there); a pointer in it stays right for as long as its buffer
+    lives, and every submission reserves (checks) the buffers again before anything
+    is enqueued.
 
     Args:
         step_plans: The backend's step plans (pointers and output clears per call).
