@@ -695,10 +695,11 @@ class CudaBackend(BackendCore[DeviceAllocation]):
         recorded = self._recorded
         recorded[id(completion)] = event
         counters = self._counters
+        launches = plan.launches(prefix, repeat_count)
         counters.dispatches += 1
-        counters.kernel_launches += plan.launches(prefix, repeat_count)
+        counters.kernel_launches += launches
         if tracing_enabled():
-            self._log.debug("sequence run", launches=plan.launches(prefix, repeat_count))
+            self._log.debug("sequence run", launches=launches)
         enqueued = time.perf_counter_ns()
         counters.enqueue_ns_total += enqueued - start
 

@@ -49,6 +49,7 @@ class SequencePlan:
         "body",
         "body_graphable",
         "body_launches",
+        "bytes_read",
         "kernels",
         "loaded",
         "read_bytes",
@@ -78,6 +79,8 @@ class SequencePlan:
             at += -(-nbytes // READ_ALIGN) * READ_ALIGN
         #: Bytes of page-locked memory the reads land in (0: nothing is read).
         self.read_bytes = at
+        #: Bytes the reads bring back (telemetry).
+        self.bytes_read = sum(nbytes for _, nbytes, _, _ in self.reads)
         #: ``id(kernel) -> LoadedKernel`` once every kernel is loaded and the body's
         #: launch shapes were checked against the device.
         self.loaded: dict[int, LoadedKernel] | None = None
@@ -127,8 +130,3 @@ class SequencePlan:
     def copy_out(self, block: np.ndarray) -> list[np.ndarray]:
         """The reads, copied out of the page-locked block they landed in."""
         return [block[at : at + nbytes].view(dtype).copy() for _, nbytes, at, dtype in self.reads]
-
-    @property
-    def bytes_read(self) -> int:
-        """Bytes the reads bring back (telemetry)."""
-        return sum(nbytes for _, nbytes, _, _ in self.reads)
