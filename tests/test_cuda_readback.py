@@ -15,7 +15,7 @@ from vyre_async.backends._cuda_readback import (
     plan_read_pieces,
 )
 from vyre_async.errors import DeviceLostError
-from vyre_async.streams._pending import Completion
+from vyre_async.streams._completion import Completion
 
 
 def _covered(pieces: list[ReadPiece], sizes: list[int], staged_at: list[int]) -> None:

@@ -8,7 +8,8 @@ import anyio
 import pytest
 
 from vyre_async import DispatchTiming, TimedResult
-from vyre_async.streams._pending import Completion, PendingDispatch
+from vyre_async.streams._completion import Completion
+from vyre_async.streams._pending import PendingDispatch
 
 
 def _pending(completion: Completion, released: list[str]) -> PendingDispatch[str]:

@@ -1,9 +1,7 @@
-"""The completion watcher, driven by scripted events (no GPU needed)."""
+"""The completion watcher and its fences, driven by scripted events (no GPU needed)."""
 
 from __future__ import annotations
 
-import functools
-import itertools
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -17,26 +15,39 @@ from trio.testing import MockClock
 
 from vyre_async.errors import DeviceLostError, DispatchError, LifecycleError
 from vyre_async.streams import Backoff, Completion, CompletionWatcher, DeviceHealth
+from vyre_async.streams._fence import Lane
 
 R = driver.CUresult
 NOT_READY = int(R.CUDA_ERROR_NOT_READY)
 SUCCESS = int(R.CUDA_SUCCESS)
 #: Upper bound of any wait in these tests; passing tests finish far sooner.
 BOUND_S = 5.0
+#: A spin budget no test outlives: a waiting task keeps polling.
+FOLLOW_S = 60.0
+MOCK = pytest.param(("trio", {"clock": MockClock(autojump_threshold=0)}), id="trio-mock")
 
 
 class ScriptedEvents:
-    """Events whose cuEventQuery answer the test sets; every query is recorded."""
+    """Events whose cuEventQuery answer the test sets; every query is recorded.
+
+    Recording an event makes it unfinished (``NOT_READY``) until the test finishes
+    it, unless ``ready_on_record`` says it finishes at once with that result.
+    """
 
     def __init__(self) -> None:
-        self._ids = itertools.count(1)
+        self._next = 0
         self.state: dict[int, int] = {}
         self.queried: list[int] = []
+        self.recorded: list[int] = []
+        self.ready_on_record: int | None = None
 
-    def record(self, result: int = NOT_READY) -> int:
-        event = next(self._ids)
-        self.state[event] = result
-        return event
+    def acquire(self) -> int:
+        self._next += 1
+        return self._next
+
+    def record(self, event: int, stream: Any) -> None:
+        self.recorded.append(event)
+        self.state[event] = NOT_READY if self.ready_on_record is None else self.ready_on_record
 
     def finish(self, event: int, result: int = SUCCESS) -> None:
         self.state[event] = result
@@ -44,6 +55,42 @@ class ScriptedEvents:
     def query(self, event: int) -> int:
         self.queried.append(event)
         return self.state[event]
+
+
+def make_watcher(events: ScriptedEvents, **options: Any) -> CompletionWatcher:
+    return CompletionWatcher(
+        events.query, record=events.record, acquire_event=events.acquire, **options
+    )
+
+
+class Tracked(Completion):
+    """A completion that records when its release hook runs, and can make it fail."""
+
+    __slots__ = ("explode", "log", "name")
+
+    def __init__(self, name: str = "", log: list[str] | None = None) -> None:
+        super().__init__()
+        self.name = name
+        self.log = log if log is not None else []
+        self.explode = False
+
+    def _release(self) -> None:
+        self.log.append(f"release {self.name}")
+        if self.explode:
+            raise KeyError("pool bookkeeping")
+
+
+def put(watcher: CompletionWatcher, lane: Lane, work: Completion | None = None) -> Completion:
+    """Add work to ``lane`` in a fence of its own (its event recorded now)."""
+    work = work if work is not None else Completion()
+    watcher.add(lane, work)
+    watcher.seal(work.fence)
+    return work
+
+
+def event_of(work: Completion) -> int:
+    event: int = work.fence.event
+    return event
 
 
 @asynccontextmanager
@@ -69,94 +116,109 @@ async def finished(completion: Completion) -> None:
 
 
 async def test_work_completes_once_its_event_is_done() -> None:
-    """A registered completion is completed after its event reports success."""
+    """Kicked work is completed by the watcher once its fence's event reports success."""
     events = ScriptedEvents()
-    watcher = CompletionWatcher(events.query)
-    completion = Completion()
+    watcher = make_watcher(events)
     async with running(watcher):
-        event = events.record()
-        watcher.watch("s", event, completion)
+        lane = watcher.lane("s", "stream-s")
+        work = put(watcher, lane)
+        watcher.kick()
         await wait_for(lambda: len(events.queried) >= 3)
-        assert not completion.done
-        events.finish(event)
-        await finished(completion)
+        assert not work.done
+        events.finish(event_of(work))
+        await finished(work)
     assert watcher.in_flight == 0
 
 
-async def test_only_the_oldest_event_of_a_stream_is_queried() -> None:
-    """While a stream's oldest event is unfinished, its later events are never queried."""
+async def test_work_added_in_one_turn_shares_one_fence_and_one_query() -> None:
+    """Work added to a lane before it is sealed joins one fence: one event, one query."""
     events = ScriptedEvents()
-    watcher = CompletionWatcher(events.query)
-    first, second, third = (events.record() for _ in range(3))
-    completions = [Completion() for _ in range(3)]
+    watcher = make_watcher(events)
     async with running(watcher):
-        for event, completion in zip((first, second, third), completions, strict=True):
-            watcher.watch("s", event, completion)
+        lane = watcher.lane("s", "stream-s")
+        works = [Completion() for _ in range(5)]
+        for work in works:
+            watcher.add(lane, work)
+        assert len({id(work.fence) for work in works}) == 1
+        events.ready_on_record = SUCCESS
+        await finished(works[0])
+    assert all(work.done for work in works)
+    assert events.recorded == [events.recorded[0]]
+    assert len(events.queried) == 1
+    assert watcher.fences == 1
+
+
+async def test_only_the_oldest_fence_of_a_lane_is_queried() -> None:
+    """While a lane's oldest fence is unfinished, its later fences are never queried."""
+    events = ScriptedEvents()
+    watcher = make_watcher(events)
+    async with running(watcher):
+        lane = watcher.lane("s", "stream-s")
+        works = [put(watcher, lane) for _ in range(3)]
+        watcher.kick()
         await wait_for(lambda: len(events.queried) >= 20)
-        assert set(events.queried) == {first}
-        for event in (first, second, third):
-            events.finish(event)
-        await finished(completions[-1])
+        assert set(events.queried) == {event_of(works[0])}
+        for work in works:
+            events.finish(event_of(work))
+        await finished(works[-1])
 
 
-async def test_a_stream_completes_in_registration_order() -> None:
-    """Finished work on one stream completes in the order it was registered."""
+async def test_a_lane_completes_in_the_order_work_was_added() -> None:
+    """Finished work on one lane completes in the order it was added."""
     events = ScriptedEvents()
-    watcher = CompletionWatcher(events.query)
-    order: list[int] = []
-    completions = []
-    for index in range(5):
-        completion = Completion()
-        completions.append(completion)
-        watcher.watch(
-            "s", events.record(SUCCESS), completion, functools.partial(order.append, index)
-        )
+    events.ready_on_record = SUCCESS
+    watcher = make_watcher(events)
+    log: list[str] = []
+    lane = watcher.lane("s", "stream-s")
+    works = [put(watcher, lane, Tracked(str(index), log)) for index in range(5)]
     async with running(watcher):
-        await finished(completions[-1])
-    assert order == [0, 1, 2, 3, 4]
-    assert all(completion.done for completion in completions)
+        watcher.kick()
+        await finished(works[-1])
+    assert log == [f"release {index}" for index in range(5)]
 
 
-async def test_a_later_ready_event_waits_for_the_oldest() -> None:
-    """A later event that reports done still waits until the oldest one finishes."""
+async def test_a_later_ready_fence_waits_for_the_oldest() -> None:
+    """A later fence that reports done still waits until the oldest one finishes."""
     events = ScriptedEvents()
-    watcher = CompletionWatcher(events.query)
-    first, second = events.record(), events.record(SUCCESS)
-    first_done, second_done = Completion(), Completion()
+    watcher = make_watcher(events)
     async with running(watcher):
-        watcher.watch("s", first, first_done)
-        watcher.watch("s", second, second_done)
+        lane = watcher.lane("s", "stream-s")
+        first, second = put(watcher, lane), put(watcher, lane)
+        events.finish(event_of(second))
+        watcher.kick()
         await wait_for(lambda: len(events.queried) >= 10)
-        assert not second_done.done
-        events.finish(first)
-        await finished(second_done)
-        assert first_done.done
+        assert not second.done
+        events.finish(event_of(first))
+        await finished(second)
+        assert first.done
 
 
-async def test_streams_progress_independently() -> None:
-    """A blocked stream does not hold back finished work on another stream."""
+async def test_lanes_progress_independently() -> None:
+    """A blocked lane does not hold back finished work on another lane."""
     events = ScriptedEvents()
-    watcher = CompletionWatcher(events.query)
-    blocked, quick = Completion(), Completion()
+    watcher = make_watcher(events)
     async with running(watcher):
-        watcher.watch("a", events.record(), blocked)
-        watcher.watch("b", events.record(SUCCESS), quick)
+        blocked = put(watcher, watcher.lane("a", "stream-a"))
+        quick = put(watcher, watcher.lane("b", "stream-b"))
+        events.finish(event_of(quick))
+        watcher.kick()
         await finished(quick)
         assert not blocked.done
-        assert watcher.busy_streams == 1
+        assert watcher.busy_lanes == 1
 
 
-async def test_idle_watcher_does_not_poll_and_wakes_on_register() -> None:
-    """With nothing registered the watcher blocks without querying; watch() wakes it."""
+async def test_idle_watcher_does_not_poll_and_wakes_on_kick() -> None:
+    """With nothing added the watcher blocks without querying; kick() wakes it."""
     events = ScriptedEvents()
-    watcher = CompletionWatcher(events.query)
-    completion = Completion()
+    events.ready_on_record = SUCCESS
+    watcher = make_watcher(events)
     async with running(watcher):
         for _ in range(3):
             await anyio.wait_all_tasks_blocked()
         assert events.queried == []
-        watcher.watch("s", events.record(SUCCESS), completion)
-        await finished(completion)
+        work = put(watcher, watcher.lane("s", "stream-s"))
+        watcher.kick()
+        await finished(work)
         await anyio.wait_all_tasks_blocked()
         queried = len(events.queried)
         await anyio.wait_all_tasks_blocked()
@@ -164,141 +226,146 @@ async def test_idle_watcher_does_not_poll_and_wakes_on_register() -> None:
 
 
 async def test_sticky_error_fails_every_completion_with_device_lost() -> None:
-    """A sticky query result fails all work on all streams and marks the device lost."""
+    """A sticky query result fails all work on all lanes and marks the device lost."""
     events = ScriptedEvents()
     health = DeviceHealth("device 0 (test)")
-    watcher = CompletionWatcher(events.query, health=health)
-    completions = [Completion() for _ in range(3)]
-    released: list[int] = []
-    bad = events.record()
+    watcher = make_watcher(events, health=health)
+    log: list[str] = []
     async with running(watcher):
-        watcher.watch("a", bad, completions[0], lambda: released.append(0))
-        watcher.watch("a", events.record(), completions[1], lambda: released.append(1))
-        watcher.watch("b", events.record(), completions[2], lambda: released.append(2))
-        events.finish(bad, int(R.CUDA_ERROR_ILLEGAL_ADDRESS))
-        for completion in completions:
+        lane_a, lane_b = watcher.lane("a", "stream-a"), watcher.lane("b", "stream-b")
+        works = [
+            put(watcher, lane_a, Tracked("0", log)),
+            put(watcher, lane_a, Tracked("1", log)),
+            put(watcher, lane_b, Tracked("2", log)),
+        ]
+        watcher.add(lane_b, open_work := Tracked("3", log))  # still in an open fence
+        events.finish(event_of(works[0]), int(R.CUDA_ERROR_ILLEGAL_ADDRESS))
+        watcher.kick()
+        for work in [*works, open_work]:
             with pytest.raises(DeviceLostError, match="CUDA_ERROR_ILLEGAL_ADDRESS"):
-                await finished(completion)
-        assert sorted(released) == [0, 1, 2]
+                await finished(work)
+        assert sorted(log) == [f"release {i}" for i in range(4)]
         assert health.lost
         assert watcher.in_flight == 0
         with pytest.raises(DeviceLostError, match="lost earlier"):
-            watcher.watch("a", events.record(SUCCESS), Completion())
-    errors = [completion.error for completion in completions]
+            watcher.check_accepting()
+    errors = [work.error for work in works]
     assert len({id(error) for error in errors}) == 3
 
 
-async def test_non_sticky_query_error_fails_only_that_work() -> None:
-    """An ordinary query error fails its own completion; the stream goes on."""
+async def test_non_sticky_query_error_fails_only_that_fence() -> None:
+    """An ordinary query error fails its own fence's work; the lane goes on."""
     events = ScriptedEvents()
-    watcher = CompletionWatcher(events.query)
-    broken, after = Completion(), Completion()
+    watcher = make_watcher(events)
     async with running(watcher):
-        watcher.watch("s", events.record(int(R.CUDA_ERROR_INVALID_HANDLE)), broken)
-        watcher.watch("s", events.record(SUCCESS), after)
+        lane = watcher.lane("s", "stream-s")
+        broken, after = put(watcher, lane), put(watcher, lane)
+        events.finish(event_of(broken), int(R.CUDA_ERROR_INVALID_HANDLE))
+        events.finish(event_of(after))
+        watcher.kick()
         await finished(after)
         with pytest.raises(DispatchError, match="CUDA_ERROR_INVALID_HANDLE"):
             await finished(broken)
 
 
-async def test_timing_pair_sets_device_ns_before_release() -> None:
-    """With a timing pair, device_ns comes from elapsed time, read before on_done runs."""
+async def test_one_failed_piece_of_a_shared_fence_does_not_fail_the_others() -> None:
+    """Work sharing a fence with work whose release fails still completes cleanly."""
     events = ScriptedEvents()
-    steps: list[str] = []
-
-    def elapsed_ms(start: Any, end: Any) -> float:
-        steps.append(f"elapsed {start}-{end}")
-        return 1.5
-
-    watcher = CompletionWatcher(events.query, elapsed_ms=elapsed_ms)
-    completion = Completion()
+    events.ready_on_record = SUCCESS
+    watcher = make_watcher(events)
+    log: list[str] = []
+    works = [Tracked(str(index), log) for index in range(3)]
+    works[1].explode = True
     async with running(watcher):
-        watcher.watch(
-            "s",
-            events.record(SUCCESS),
-            completion,
-            lambda: steps.append("release"),
-            timing=("t0", "t1"),
-        )
-        await finished(completion)
-    assert completion.device_ns == 1_500_000
-    assert steps == ["elapsed t0-t1", "release"]
+        lane = watcher.lane("s", "stream-s")
+        for work in works:
+            watcher.add(lane, work)
+        watcher.kick()
+        await finished(works[2])
+        await finished(works[0])
+        with pytest.raises(DispatchError, match="releasing its resources raised"):
+            await finished(works[1])
+    assert len(log) == 3
 
 
-async def test_on_done_runs_before_the_completion_is_done() -> None:
-    """on_done runs while the completion is still unfinished, so waiters see it done."""
+async def test_release_runs_before_callbacks_and_before_waiters_wake() -> None:
+    """The release hook runs first: memory is back before anyone sees the work done."""
     events = ScriptedEvents()
-    watcher = CompletionWatcher(events.query)
-    completion = Completion()
-    seen: list[bool] = []
+    events.ready_on_record = SUCCESS
+    watcher = make_watcher(events)
+    log: list[str] = []
     async with running(watcher):
-        watcher.watch("s", events.record(SUCCESS), completion, lambda: seen.append(completion.done))
-        await finished(completion)
-    assert seen == [False]
+        work = Tracked("w", log)
+        work.add_done_callback(lambda: log.append("callback"))
+        put(watcher, watcher.lane("s", "stream-s"), work)
+        watcher.kick()
+        await finished(work)
+        log.append("waiter woke")
+    assert log == ["release w", "callback", "waiter woke"]
 
 
-async def test_failing_on_done_fails_its_completion_but_not_the_watcher() -> None:
-    """An on_done that raises fails that completion; the watcher keeps serving others."""
+async def test_a_failing_release_fails_its_completion_but_not_the_watcher() -> None:
+    """A release that raises fails that completion; the watcher keeps serving others."""
     events = ScriptedEvents()
-    watcher = CompletionWatcher(events.query)
-    broken, later = Completion(), Completion()
-
-    def explode() -> None:
-        raise KeyError("pool bookkeeping")
-
+    events.ready_on_record = SUCCESS
+    watcher = make_watcher(events)
+    broken = Tracked("broken")
+    broken.explode = True
     async with running(watcher):
-        watcher.watch("s", events.record(SUCCESS), broken, explode)
+        lane = watcher.lane("s", "stream-s")
+        put(watcher, lane, broken)
+        watcher.kick()
         with pytest.raises(DispatchError, match="releasing its resources raised"):
             await finished(broken)
-        watcher.watch("s", events.record(SUCCESS), later)
+        later = put(watcher, lane)
+        watcher.kick()
         await finished(later)
 
 
 async def test_cancelling_the_watcher_fails_pending_work_without_releasing_it() -> None:
-    """On cancel, pending completions fail with LifecycleError and on_done is not run."""
+    """On cancel, pending completions fail with LifecycleError and are not released."""
     events = ScriptedEvents()
-    watcher = CompletionWatcher(events.query)
-    completion = Completion()
-    released: list[bool] = []
+    watcher = make_watcher(events)
+    log: list[str] = []
+    work = Tracked("w", log)
     async with running(watcher):
-        watcher.watch("s", events.record(), completion, lambda: released.append(True))
+        put(watcher, watcher.lane("s", "stream-s"), work)
+        watcher.kick()
         await wait_for(lambda: len(events.queried) >= 2)
-    assert isinstance(completion.error, LifecycleError)
-    assert released == []
+    assert isinstance(work.error, LifecycleError)
+    assert log == []
     assert watcher.in_flight == 0
     with pytest.raises(LifecycleError, match="stopped"):
-        watcher.watch("s", events.record(SUCCESS), Completion())
+        watcher.check_accepting()
 
 
-async def test_drain_returns_once_all_registered_work_finished() -> None:
-    """drain() waits for every registered completion, then returns."""
+async def test_drain_returns_once_all_added_work_finished() -> None:
+    """drain() waits for every piece of added work, then returns."""
     events = ScriptedEvents()
-    watcher = CompletionWatcher(events.query)
-    pending = [events.record() for _ in range(4)]
-    completions = [Completion() for _ in pending]
+    watcher = make_watcher(events)
     async with running(watcher):
-        for index, (event, completion) in enumerate(zip(pending, completions, strict=True)):
-            watcher.watch(index % 2, event, completion)
+        lanes = [watcher.lane(key, f"stream-{key}") for key in (0, 1)]
+        works = [put(watcher, lanes[index % 2]) for index in range(4)]
         async with anyio.create_task_group() as tg:
             tg.start_soon(watcher.drain)
             await wait_for(lambda: len(events.queried) >= 5)
-            for event in pending:
-                events.finish(event)
-        assert all(completion.done for completion in completions)
+            for work in works:
+                events.finish(event_of(work))
+        assert all(work.done for work in works)
 
 
 async def test_drain_without_a_running_watcher_is_refused() -> None:
     """drain() on a watcher that never started raises instead of hanging."""
     events = ScriptedEvents()
-    watcher = CompletionWatcher(events.query)
-    watcher.watch("s", events.record(), Completion())
+    watcher = make_watcher(events)
+    put(watcher, watcher.lane("s", "stream-s"))
     with pytest.raises(LifecycleError, match="unstarted"):
         await watcher.drain()
 
 
 async def test_a_watcher_runs_only_once() -> None:
     """Starting a watcher a second time raises LifecycleError."""
-    watcher = CompletionWatcher(ScriptedEvents().query)
+    watcher = make_watcher(ScriptedEvents())
     async with running(watcher):
         pass
     with pytest.raises(LifecycleError):
@@ -332,40 +399,50 @@ def test_backoff_rejects_inverted_bounds() -> None:
         Backoff(spin_s=0, min_sleep_s=1e-3, max_sleep_s=1e-4)
 
 
-@pytest.mark.parametrize(
-    "anyio_backend", [pytest.param(("trio", {"clock": MockClock(autojump_threshold=0)}), id="trio")]
-)
+def test_backoff_spin_budget_can_be_replaced_per_call() -> None:
+    """A per-call spin budget overrides the configured one for that call only."""
+    backoff = Backoff(spin_s=150e-6, min_sleep_s=20e-6, max_sleep_s=1e-3)
+    backoff.reset(1.0)
+    assert backoff.next_wait(1.001, spin_s=2e-3) == 0.0
+    assert backoff.next_wait(1.001) == pytest.approx(125e-6)
+    assert backoff.next_wait(1.0024, spin_s=2e-3) == pytest.approx(300e-6)
+
+
+@pytest.mark.parametrize("anyio_backend", [MOCK])
 async def test_long_running_work_is_polled_at_most_about_once_per_ms() -> None:
-    """A kernel that runs for 1 s (mock clock) costs about 1000 queries, not a busy core."""
+    """A kernel that runs for 1 s (mock clock) costs about 1000 queries, not a busy core.
+
+    The watcher's back-off reads the event loop's clock, so the mock clock drives it
+    whatever the machine's uptime.
+    """
     # ~1000 at the 1 ms cap, plus the ~40 shorter sleeps of the first 8 ms.
     events = ScriptedEvents()
     # precise_nap_s=0: a thread's nap would sleep in real time, not on the mock clock.
-    watcher = CompletionWatcher(events.query, spin_s=0.0, max_sleep_s=1e-3, precise_nap_s=0.0)
-    completion = Completion()
+    watcher = make_watcher(events, spin_s=0.0, max_sleep_s=1e-3, precise_nap_s=0.0)
     async with running(watcher):
-        event = events.record()
-        watcher.watch("s", event, completion)
+        work = put(watcher, watcher.lane("s", "stream-s"))
+        watcher.kick()
         await anyio.sleep(1.0)
         assert 990 <= len(events.queried) <= 1060
-        events.finish(event)
+        events.finish(event_of(work))
         started = anyio.current_time()
-        await finished(completion)
+        await finished(work)
         assert anyio.current_time() - started <= 1e-3
 
 
-@pytest.mark.parametrize(
-    "anyio_backend", [pytest.param(("trio", {"clock": MockClock(autojump_threshold=0)}), id="trio")]
-)
-async def test_registering_work_wakes_a_backed_off_watcher_at_once() -> None:
-    """New work on another stream is seen without waiting out the current back-off sleep."""
+@pytest.mark.parametrize("anyio_backend", [MOCK])
+async def test_kicking_wakes_a_backed_off_watcher_at_once() -> None:
+    """New work on another lane is seen without waiting out the current back-off sleep."""
     events = ScriptedEvents()
-    watcher = CompletionWatcher(events.query, spin_s=0.0, min_sleep_s=0.5, max_sleep_s=0.5)
-    quick = Completion()
+    watcher = make_watcher(events, spin_s=0.0, min_sleep_s=0.5, max_sleep_s=0.5)
     async with running(watcher):
-        watcher.watch("slow", events.record(), Completion())
+        put(watcher, watcher.lane("slow", "stream-slow"))
+        watcher.kick()
         await anyio.sleep(0.1)
         started = anyio.current_time()
-        watcher.watch("fast", events.record(SUCCESS), quick)
+        quick = put(watcher, watcher.lane("fast", "stream-fast"))
+        events.finish(event_of(quick))
+        watcher.kick()
         await finished(quick)
         assert anyio.current_time() == started
 
@@ -389,31 +466,29 @@ async def test_naps_under_a_millisecond_sleep_in_a_thread_longer_ones_on_the_loo
 
     monkeypatch.setattr(anyio.to_thread, "run_sync", recording)
     events = ScriptedEvents()
-    watcher = CompletionWatcher(
-        events.query, spin_s=0.0, min_sleep_s=max_sleep_s, max_sleep_s=max_sleep_s
-    )
-    completions = [Completion() for _ in range(in_flight)]
+    watcher = make_watcher(events, spin_s=0.0, min_sleep_s=max_sleep_s, max_sleep_s=max_sleep_s)
     async with running(watcher):
-        recorded = [events.record() for _ in completions]
-        for event, completion in zip(recorded, completions, strict=True):
-            watcher.watch("s", event, completion)  # one stream: one query per poll
+        lane = watcher.lane("s", "stream-s")
+        works = [put(watcher, lane) for _ in range(in_flight)]  # one lane: one query a poll
+        watcher.kick()
         while len(events.queried) < 3:
             await anyio.lowlevel.checkpoint()
-        for event in recorded:
-            events.finish(event)
-        for completion in completions:
-            await finished(completion)
+        for work in works:
+            events.finish(event_of(work))
+        for work in works:
+            await finished(work)
     assert bool(slept_in_threads) is threaded
     assert all(nap < 1e-3 for nap in slept_in_threads)
 
 
-def test_backoff_spin_budget_can_be_replaced_per_call() -> None:
-    """A per-call spin budget overrides the configured one for that call only."""
-    backoff = Backoff(spin_s=150e-6, min_sleep_s=20e-6, max_sleep_s=1e-3)
-    backoff.reset(1.0)
-    assert backoff.next_wait(1.001, spin_s=2e-3) == 0.0
-    assert backoff.next_wait(1.001) == pytest.approx(125e-6)
-    assert backoff.next_wait(1.0024, spin_s=2e-3) == pytest.approx(300e-6)
+class HandClock:
+    """A clock the test moves by hand (spin budgets and back-off read it)."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
 
 
 @pytest.mark.parametrize(
@@ -430,13 +505,9 @@ async def test_few_in_flight_spin_longer_before_the_first_sleep(
     """
     events = ScriptedEvents()
     sleeps: list[tuple[float, float]] = []  # (clock, wait) of every poll
-    clock_now = [0.0]
-
-    def clock() -> float:
-        return clock_now[0]
-
-    watcher = CompletionWatcher(
-        events.query,
+    clock = HandClock()
+    watcher = make_watcher(
+        events,
         spin_s=150e-6,
         few_spin_s=2e-3,
         min_sleep_s=20e-6,
@@ -452,229 +523,202 @@ async def test_few_in_flight_spin_longer_before_the_first_sleep(
             return wait
 
     watcher._backoff = RecordingBackoff(spin_s=150e-6, min_sleep_s=20e-6, max_sleep_s=1e-3)
-    completions = [Completion() for _ in range(in_flight)]
     async with running(watcher):
-        recorded = [events.record() for _ in completions]
-        for event, completion in zip(recorded, completions, strict=True):
-            watcher.watch("s", event, completion)
+        lane = watcher.lane("s", "stream-s")
+        works = [put(watcher, lane) for _ in range(in_flight)]
+        watcher.kick()
         for step in range(1, 40):  # the watcher's clock moves 100 us per step
-            clock_now[0] = step * 100e-6
+            clock.now = step * 100e-6
             count = len(sleeps)
             while len(sleeps) == count:
                 await anyio.lowlevel.checkpoint()
-        for event in recorded:
-            events.finish(event)
-        for completion in completions:
-            await finished(completion)
+        for work in works:
+            events.finish(event_of(work))
+        for work in works:
+            await finished(work)
     first_sleep = next(now for now, wait in sleeps if wait > 0)
     # The first poll that sleeps comes at the first step past the budget.
     assert spins_for_s <= first_sleep <= spins_for_s + 100e-6
 
 
-#: A spin budget no test outlives: the waiter keeps polling its own event.
-FOLLOW_S = 60.0
-
-
-class HandClock:
-    """A clock the test moves by hand (the watcher's spin budget reads it)."""
-
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
-async def test_watch_and_wait_polls_from_the_waiting_task_alone() -> None:
-    """With nothing else in flight the waiter polls its own event; the watcher stays idle."""
+async def test_a_waiting_task_polls_its_own_work_and_the_watcher_stays_idle() -> None:
+    """A task awaiting its work seals and polls it itself; the watcher never polls."""
     events = ScriptedEvents()
-    watcher = CompletionWatcher(
-        events.query, elapsed_ms=lambda start, end: 0.25, few_spin_s=FOLLOW_S
-    )
-    completion = Completion()
-    released: list[bool] = []
-    event = events.record()
+    watcher = make_watcher(events, follow_spin_s=FOLLOW_S)
+    log: list[str] = []
     async with running(watcher), anyio.create_task_group() as tg:
-        tg.start_soon(
-            functools.partial(
-                watcher.watch_and_wait,
-                "s",
-                event,
-                completion,
-                lambda: released.append(completion.done),
-                timing=("t0", "t1"),
-            )
-        )
+        lane = watcher.lane("s", "stream-s")
+        work = Tracked("w", log)
+        watcher.add(lane, work)
+        tg.start_soon(finished, work)
         await wait_for(lambda: len(events.queried) >= 3)
+        assert not watcher.polled_by_watcher
         assert watcher.in_flight == 1
-        assert watcher.busy_streams == 0  # not in the watcher's queues
-        events.finish(event)
-    assert completion.done
-    assert completion.error is None
-    assert completion.device_ns == 250_000
-    assert released == [False]
+        events.finish(event_of(work))
+    assert work.done
+    assert work.error is None
+    assert log == ["release w"]
     assert watcher.in_flight == 0
 
 
-async def test_watch_and_wait_hands_over_to_the_watcher_after_the_spin_budget() -> None:
-    """Past the few-in-flight spin budget the watcher polls the work instead."""
+async def test_a_waiting_task_hands_over_to_the_watcher_after_the_spin_budget() -> None:
+    """Past its spin budget without progress, a waiting task leaves the work to the watcher."""
     events = ScriptedEvents()
     clock = HandClock()
-    watcher = CompletionWatcher(events.query, few_spin_s=1e-3, precise_nap_s=0.0, clock=clock)
-    completion = Completion()
-    event = events.record()
+    watcher = make_watcher(events, follow_spin_s=1e-3, precise_nap_s=0.0, clock=clock)
     async with running(watcher), anyio.create_task_group() as tg:
-        tg.start_soon(watcher.watch_and_wait, "s", event, completion)
-        await wait_for(lambda: len(events.queried) >= 2)
-        assert watcher.busy_streams == 0
+        work = Completion()
+        watcher.add(watcher.lane("s", "stream-s"), work)
+        tg.start_soon(finished, work)
+        await wait_for(lambda: len(events.queried) >= 20)
+        assert not watcher.polled_by_watcher
         clock.now = 2e-3
-        await wait_for(lambda: watcher.busy_streams == 1)
-        assert watcher.in_flight == 1
-        events.finish(event)
-    assert completion.done
-    assert completion.error is None
+        await wait_for(lambda: watcher.polled_by_watcher)
+        events.finish(event_of(work))
+    assert work.done
+    assert work.error is None
     assert watcher.in_flight == 0
 
 
-async def test_cancelled_watch_and_wait_leaves_the_work_to_the_watcher() -> None:
-    """Cancelling the waiter hands the work over; on_done still runs once it finishes."""
+@pytest.mark.parametrize("anyio_backend", [MOCK])
+async def test_a_spinning_task_hands_over_after_bounded_polls_on_a_mock_clock() -> None:
+    """A mock clock never moves while a task spins: a poll count ends the spin too."""
     events = ScriptedEvents()
-    watcher = CompletionWatcher(events.query, few_spin_s=FOLLOW_S)
-    completion = Completion()
-    released: list[bool] = []
-    event = events.record()
-    async with running(watcher):
-        with anyio.move_on_after(0.05) as scope:
-            await watcher.watch_and_wait("s", event, completion, lambda: released.append(True))
-        assert scope.cancelled_caught
-        assert not completion.done
-        assert released == []
-        assert watcher.busy_streams == 1
-        events.finish(event)
-        await finished(completion)
-    assert released == [True]
-    assert watcher.in_flight == 0
-
-
-async def test_watch_and_wait_queues_behind_earlier_work_of_its_stream() -> None:
-    """With earlier work of the stream registered, the work joins the watcher's queue."""
-    events = ScriptedEvents()
-    watcher = CompletionWatcher(events.query)
-    first, second = Completion(), Completion()
-    early, late = events.record(), events.record()
+    watcher = make_watcher(events, follow_max_polls=50, precise_nap_s=0.0)
     async with running(watcher), anyio.create_task_group() as tg:
-        watcher.watch("s", early, first)
-        tg.start_soon(watcher.watch_and_wait, "s", late, second)
-        await wait_for(lambda: watcher.in_flight == 2)
-        assert watcher.busy_streams == 1
-        await wait_for(lambda: len(events.queried) >= 5)
-        assert set(events.queried) == {early}  # only the stream's oldest is polled
-        events.finish(late)
-        events.finish(early)
-    assert first.done
-    assert second.done
+        work = Completion()
+        watcher.add(watcher.lane("s", "stream-s"), work)
+        tg.start_soon(finished, work)
+        await wait_for(lambda: watcher.polled_by_watcher)
+        assert 50 <= len(events.queried) <= 52
+        events.finish(event_of(work))
+    assert work.done
 
 
-async def test_watch_and_wait_raises_the_work_failure() -> None:
-    """A failed query result fails the work, and the waiter raises it."""
+async def test_a_cancelled_wait_leaves_the_work_to_the_watcher() -> None:
+    """Cancelling the waiting task hands the work over; its release still runs once."""
     events = ScriptedEvents()
-    watcher = CompletionWatcher(events.query)
-    completion = Completion()
+    watcher = make_watcher(events, follow_spin_s=FOLLOW_S)
+    log: list[str] = []
     async with running(watcher):
+        work = Tracked("w", log)
+        watcher.add(watcher.lane("s", "stream-s"), work)
+        with anyio.move_on_after(0.05) as scope:
+            await work.wait()
+        assert scope.cancelled_caught
+        assert not work.done
+        assert log == []
+        assert watcher.polled_by_watcher
+        events.finish(event_of(work))
+        await finished(work)
+    assert log == ["release w"]
+    assert watcher.in_flight == 0
+
+
+async def test_tasks_waiting_behind_a_poller_get_their_work_and_the_role() -> None:
+    """While one task polls, others sleep: its polls finish their work, and when its own
+    work is done one of them takes over polling (the watcher is not needed)."""
+    events = ScriptedEvents()
+    watcher = make_watcher(events, follow_spin_s=FOLLOW_S)
+    async with running(watcher):
+        lane_a, lane_b = watcher.lane("a", "stream-a"), watcher.lane("b", "stream-b")
+        first, second, third = Completion(), Completion(), Completion()
+        watcher.add(lane_a, first)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(finished, first)
+            await wait_for(lambda: len(events.queried) >= 1)  # the first task polls
+            watcher.add(lane_b, second)
+            watcher.add(lane_b, third)
+            tg.start_soon(finished, second)
+            tg.start_soon(finished, third)
+            await wait_for(lambda: lane_b.open is None)  # sealed by the first task's poll
+            events.finish(event_of(first))
+            await wait_for(lambda: first.done)
+            assert not second.done
+            queried = len(events.queried)
+            await wait_for(lambda: len(events.queried) > queried + 3)  # someone still polls
+            assert not watcher.polled_by_watcher
+            events.finish(event_of(second))
+    assert second.done
+    assert third.done
+    assert watcher.in_flight == 0
+
+
+async def test_a_waiter_raises_the_work_failure() -> None:
+    """A failed query result fails the work, and its waiter raises it."""
+    events = ScriptedEvents()
+    events.ready_on_record = int(R.CUDA_ERROR_INVALID_HANDLE)
+    watcher = make_watcher(events)
+    async with running(watcher):
+        work = Completion()
+        watcher.add(watcher.lane("s", "stream-s"), work)
         with pytest.raises(DispatchError, match="CUDA_ERROR_INVALID_HANDLE"):
-            await watcher.watch_and_wait(
-                "s", events.record(int(R.CUDA_ERROR_INVALID_HANDLE)), completion
-            )
-    assert completion.done
+            await finished(work)
 
 
-async def test_sticky_error_in_watch_and_wait_fails_every_piece_of_work() -> None:
-    """A sticky result seen by a waiter fails its own work and all queued work."""
+async def test_sticky_error_seen_by_a_waiting_task_fails_every_piece_of_work() -> None:
+    """A sticky result seen by a polling task fails its own work and all other work."""
     events = ScriptedEvents()
     health = DeviceHealth("device 0 (test)")
-    watcher = CompletionWatcher(events.query, health=health, few_spin_s=FOLLOW_S)
-    queued, followed = Completion(), Completion()
-    bad = events.record()
+    watcher = make_watcher(events, health=health, follow_spin_s=FOLLOW_S)
     async with running(watcher):
-        watcher.watch("other", events.record(), queued)
+        other = put(watcher, watcher.lane("other", "stream-other"))
+        followed = Completion()
+        watcher.add(watcher.lane("s", "stream-s"), followed)
         async with anyio.create_task_group() as tg:
 
             async def follow() -> None:
                 with pytest.raises(DeviceLostError, match="CUDA_ERROR_ILLEGAL_ADDRESS"):
-                    await watcher.watch_and_wait("s", bad, followed)
+                    await finished(followed)
 
             tg.start_soon(follow)
-            await wait_for(lambda: bad in events.queried)
-            events.finish(bad, int(R.CUDA_ERROR_ILLEGAL_ADDRESS))
+            await wait_for(lambda: followed.fence.event in events.queried)
+            events.finish(event_of(followed), int(R.CUDA_ERROR_ILLEGAL_ADDRESS))
         with pytest.raises(DeviceLostError):
-            await finished(queued)
+            await finished(other)
     assert health.lost
     assert watcher.in_flight == 0
 
 
-async def test_drain_waits_for_work_its_waiter_polls() -> None:
-    """drain() returns only once followed work has finished too."""
+async def test_drain_waits_for_work_a_task_polls() -> None:
+    """drain() returns only once work polled by its waiting task has finished too."""
     events = ScriptedEvents()
-    watcher = CompletionWatcher(events.query, few_spin_s=FOLLOW_S)
-    completion = Completion()
-    event = events.record()
+    watcher = make_watcher(events, follow_spin_s=FOLLOW_S)
     drained: list[bool] = []
+    work = Completion()
 
     async def drain() -> None:
         await watcher.drain()
-        drained.append(completion.done)
+        drained.append(work.done)
 
     async with running(watcher), anyio.create_task_group() as tg:
-        tg.start_soon(watcher.watch_and_wait, "s", event, completion)
-        await wait_for(lambda: watcher.in_flight == 1)
+        watcher.add(watcher.lane("s", "stream-s"), work)
+        tg.start_soon(finished, work)
+        await wait_for(lambda: len(events.queried) >= 1)
         tg.start_soon(drain)
         await wait_for(lambda: len(events.queried) >= 5)
         assert drained == []
-        assert watcher.busy_streams == 0  # still polled by its waiter
-        events.finish(event)
+        assert not watcher.polled_by_watcher  # still polled by its waiter
+        events.finish(event_of(work))
     assert drained == [True]
 
 
-async def test_stopping_the_watcher_fails_followed_work() -> None:
-    """Cancelling the watcher fails work a waiter was polling, without releasing it."""
+async def test_stopping_the_watcher_fails_work_a_task_polls() -> None:
+    """Cancelling the watcher fails work a waiting task was polling, without release."""
     events = ScriptedEvents()
-    watcher = CompletionWatcher(events.query, few_spin_s=FOLLOW_S)
-    completion = Completion()
-    released: list[bool] = []
+    watcher = make_watcher(events, follow_spin_s=FOLLOW_S)
+    log: list[str] = []
+    work = Tracked("w", log)
     async with anyio.create_task_group() as outer, anyio.create_task_group() as tg:
         await tg.start(watcher.run)
+        watcher.add(watcher.lane("s", "stream-s"), work)
 
         async def follow() -> None:
             with pytest.raises(LifecycleError, match="stopped watching"):
-                await watcher.watch_and_wait(
-                    "s", events.record(), completion, lambda: released.append(True)
-                )
+                await finished(work)
 
         outer.start_soon(follow)
         await wait_for(lambda: len(events.queried) >= 2)
-        assert watcher.busy_streams == 0  # polled by its waiter
         tg.cancel_scope.cancel()
-    assert released == []
+    assert log == []
     assert watcher.in_flight == 0
-
-
-async def test_one_waiter_at_a_time_polls_a_stream_and_few_in_flight_in_all() -> None:
-    """A second wait on a followed stream, or one past the in-flight limit, is queued
-    for the watcher: a hand-over can then always put a stream's oldest work first."""
-    events = ScriptedEvents()
-    watcher = CompletionWatcher(events.query, few_spin_s=FOLLOW_S)
-    completions = [Completion() for _ in range(6)]
-    recorded = [events.record() for _ in completions]
-    streams = ["a", "a", "b", "c", "d", "e"]
-    async with running(watcher), anyio.create_task_group() as tg:
-        for count, (stream, event, completion) in enumerate(
-            zip(streams, recorded, completions, strict=True), start=1
-        ):
-            tg.start_soon(watcher.watch_and_wait, stream, event, completion)
-            await wait_for(lambda count=count: watcher.in_flight == count)  # in this order
-        # Followed: the first on "a", then "b", "c" (four in flight); queued: the second
-        # on "a" and those past the limit ("d", "e").
-        assert watcher.busy_streams == 3
-        for event in recorded:
-            events.finish(event)
-    assert all(completion.done for completion in completions)

@@ -22,6 +22,7 @@ from .backends import Backend as Backend
 from .backends import BackendState as BackendState
 from .backends import CpuBackend as CpuBackend
 from .backends import DispatchConfig as DispatchConfig
+from .backends import PreparedDispatch as PreparedDispatch
 from .backends import PreparedSequence as PreparedSequence
 from .backends import ReadRange as ReadRange
 from .backends import ResidentBuffer as ResidentBuffer
@@ -68,6 +69,7 @@ __all__ = [
     "LifecycleError",
     "OutOfMemoryError",
     "PendingDispatch",
+    "PreparedDispatch",
     "PreparedSequence",
     "QueueFullError",
     "ReadRange",

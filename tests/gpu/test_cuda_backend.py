@@ -408,7 +408,7 @@ async def test_cancelled_prepared_run_keeps_its_memory_until_the_device_is_done(
     assert during["in_flight"] == before["in_flight"] + 1
     assert during["events"] == before["events"] + 3  # timing pair and completion
     assert during["pinned"] == before["pinned"] + 1
-    assert cuda._watcher.busy_streams == 1  # type: ignore[attr-defined]
+    assert cuda._watcher.busy_lanes == 1  # type: ignore[attr-defined]
     with anyio.fail_after(30):
         got = await cuda.read(yb)  # waits for the run, its last writer
     np.testing.assert_array_equal(got, x)
@@ -440,10 +440,10 @@ async def test_a_prepared_run_longer_than_the_spin_budget_still_returns(
 async def test_a_read_holds_its_buffer_behind_a_running_writer(cuda: va.Backend) -> None:
     """A read waiting for a kernel that writes its buffer counts as a user: free() is
     refused until the read has its copy, which is what the kernel wrote."""
-    await cuda.prepare(spin_kernel)  # enqueued at submit, not after a compile
+    await cuda.load_kernels(spin_kernel)  # type: ignore[attr-defined]
     x = np.arange(1 << 12, dtype=np.float32)
     y = await cuda.alloc(x.nbytes, np.float32)
-    in_flight = cuda._in_flight  # type: ignore[attr-defined]
+    registry = cuda._registry  # type: ignore[attr-defined]
     pending = cuda.submit(spin_kernel, {"x": x, "y": y}, cycles=400_000_000)  # ~0.2 s
     got: list[np.ndarray] = []
 
@@ -453,7 +453,7 @@ async def test_a_read_holds_its_buffer_behind_a_running_writer(cuda: va.Backend)
     with anyio.fail_after(30):
         async with anyio.create_task_group() as tg:
             tg.start_soon(read)
-            while len(in_flight) < 2:  # the kernel and the read
+            while len(registry.users(y)) < 2:  # the kernel and the read
                 await anyio.lowlevel.checkpoint()
             assert not pending.is_ready()  # 0.2 s of spinning
             with pytest.raises(va.LifecycleError, match=r"2 unfinished dispatches, reads or"):

@@ -9,6 +9,7 @@ from ._open import DeviceSelector as DeviceSelector
 from ._open import open_backend as open_backend
 from ._prepared import PreparedSequence as PreparedSequence
 from ._prepared import SequenceResult as SequenceResult
+from ._prepared_dispatch import PreparedDispatch as PreparedDispatch
 from ._protocol import Backend as Backend
 from ._resident import ResidentBuffer as ResidentBuffer
 from ._sequence import ReadRange as ReadRange
@@ -22,6 +23,7 @@ __all__ = [
     "DeviceSelector",
     "DispatchConfig",
     "MultiDeviceBackend",
+    "PreparedDispatch",
     "PreparedSequence",
     "ReadRange",
     "ResidentBuffer",

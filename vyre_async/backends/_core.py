@@ -11,7 +11,7 @@ import contextlib
 import enum
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Coroutine, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar
 
@@ -20,11 +20,13 @@ import numpy as np
 
 from ..errors import LifecycleError, ValidationError
 from ..kernels._kernel import BoundCall, Kernel
-from ..logging import get_logger, tracing_enabled
-from ..streams._pending import Completion, DispatchTiming, PendingDispatch
+from ..logging import get_logger
+from ..streams._completion import Completion
+from ..streams._pending import DispatchTiming, PendingDispatch
 from ..telemetry import Activity, TelemetryCounters, TelemetrySnapshot
 from ._config import DispatchConfig
 from ._prepared import PreparedSequence, SequenceResult
+from ._prepared_dispatch import PreparedDispatch
 from ._resident import ResidentBuffer, ResidentRegistry
 from ._sequence import ReadRange, SequenceStep, bind_step, resolve_range
 
@@ -38,10 +40,6 @@ S = TypeVar("S")
 Outputs = dict[str, np.ndarray]
 #: (storage, handle, offset, count) of one range to read, already checked.
 ReadPlan = tuple[Any, ResidentBuffer, int, int]
-Enqueued = tuple[Callable[[], Any], Callable[[], None] | None]
-
-_DEFAULT_CONFIG = DispatchConfig()
-_TIMED_CONFIG = DispatchConfig(timing=True)
 #: Bound sequence steps remembered per backend (sessions repeat the same steps).
 _BOUND_STEP_CACHE = 4096
 #: Seconds a closing backend waits for unfinished work before it gives up on it.
@@ -129,6 +127,7 @@ class BackendCore(ABC, Generic[S]):
             with anyio.move_on_after(CLOSE_DEADLINE_S) as scope:
                 for completion in list(self._in_flight):
                     await _quietly(completion)
+                await self._drain()
             if scope.cancelled_caught:
                 self._log.warning("closing with unfinished work", unfinished=len(self._in_flight))
             for storage in self._registry.drain():
@@ -153,6 +152,7 @@ class BackendCore(ABC, Generic[S]):
         """Raise when the device can no longer take work (CUDA: device lost)."""
 
     # ----------------------------------------------------------------- dispatch
+    @abstractmethod
     def submit(
         self,
         kernel: Kernel,
@@ -161,12 +161,11 @@ class BackendCore(ABC, Generic[S]):
         config: DispatchConfig | None = None,
         **scalars: Any,
     ) -> PendingDispatch[Outputs]:
-        """Validate and enqueue one kernel dispatch; return at once.
+        """Validate and enqueue one kernel dispatch; return a pending dispatch at once.
 
         Args:
             kernel: The kernel.
-            inputs: Buffer parameter -> host array or resident buffer. Host arrays are
-                copied at submit, so the caller may reuse them right away.
+            inputs: Buffer parameter -> host array or resident buffer.
             config: Timeout, fixpoint iterations, timing.
             **scalars: Scalar parameters.
 
@@ -178,51 +177,32 @@ class BackendCore(ABC, Generic[S]):
             ValidationError: Bad inputs (nothing was enqueued).
             LifecycleError: The backend is not open, or a buffer was freed.
         """
-        start = time.perf_counter_ns()
-        task_group = self._check_open()
-        if not isinstance(kernel, Kernel):
-            raise TypeError(f"kernel must be a vyre_async Kernel, got {type(kernel).__name__}")
-        config = config or _DEFAULT_CONFIG
-        call = kernel.bind(inputs, scalars)
-        for p in kernel.buffer_params:
-            given = call.buffers.get(p.name)
-            if isinstance(given, ResidentBuffer):
-                self._registry.storage(given)
-            elif p.role == "out" and given is not None:
-                raise ValidationError(
-                    f"{p.name!r} is an output of kernel {kernel.name!r}; a host array "
-                    "cannot receive it",
-                    fix=f"leave {p.name!r} out of the inputs (it is returned), or bind a "
-                    "ResidentBuffer to keep it on the device.",
-                )
-        completion = self._new_completion()
-        waits = self._registry.reserve(_uses([call]), completion)
-        with _failing(completion):
-            collect, discard = self._enqueue_dispatch(task_group, call, config, completion, waits)
-        self._counters.dispatches += 1
-        self._counters.kernel_launches += 0 if call.launch.empty else config.fixpoint_iterations
-        if tracing_enabled():
-            self._log.debug(
-                "dispatch submitted",
-                kernel=kernel.name,
-                launches=config.fixpoint_iterations,
-                grid=call.launch.grid,
-                resident=sum(isinstance(b, ResidentBuffer) for b in call.buffers.values()),
-            )
-        return self._pending(
-            completion, collect, discard, config, config.label or kernel.name, start
-        )
 
-    async def dispatch(
+    @abstractmethod
+    def dispatch(
         self,
         kernel: Kernel,
         inputs: Mapping[str, np.ndarray | ResidentBuffer],
         *,
         config: DispatchConfig | None = None,
         **scalars: Any,
-    ) -> Outputs:
-        """Submit a dispatch and await its outputs (see :meth:`submit`)."""
-        return await self.submit(kernel, inputs, config=config, **scalars)
+    ) -> Coroutine[Any, Any, Outputs]:
+        """Run one dispatch and return its host-bound outputs: ``await backend.dispatch(...)``.
+
+        Makes no pending dispatch: for one awaited at once, that is what
+        :meth:`submit` costs more.
+        """
+
+    @abstractmethod
+    async def prepare(
+        self,
+        kernel: Kernel,
+        inputs: Mapping[str, np.ndarray | ResidentBuffer],
+        *,
+        config: DispatchConfig | None = None,
+        **scalars: Any,
+    ) -> PreparedDispatch:
+        """Bind and check a dispatch once; ``await prepared(**scalars)`` runs it."""
 
     def submit_sequence(
         self,
@@ -287,6 +267,7 @@ class BackendCore(ABC, Generic[S]):
             uses.setdefault(r.buffer, False)
         return PreparedSequence(self, prefix, bound_prefix, bound_repeated, plans, uses)
 
+    @abstractmethod
     def _submit_bound(
         self,
         prepared: PreparedSequence,
@@ -295,47 +276,13 @@ class BackendCore(ABC, Generic[S]):
         config: DispatchConfig | None,
         start: int,
     ) -> PendingDispatch[list[np.ndarray]]:
-        """Reserve the buffers and enqueue bound steps (``PreparedSequence.submit``).
+        """Enqueue one run of a prepared sequence (``PreparedSequence.submit``).
 
         ``prefix`` is the prepared prefix, or its binding with new scalars. ``start``
         is when the submission began (``perf_counter_ns``), for ``enqueue_ns``.
         """
-        task_group = self._check_open()
-        check_repeat_count(repeat_count)
-        config = config or _DEFAULT_CONFIG
-        completion = self._new_completion()
-        try:
-            # A prepared sequence's buffers were checked when it was prepared; reserve
-            # checks again that none was freed since, before anything is enqueued.
-            waits = self._reserve_prepared(prepared, completion)
-            collect, discard = self._enqueue_sequence(
-                task_group, prepared, prefix, repeat_count, config, completion, waits
-            )
-        except BaseException as exc:
-            completion.complete(exc)
-            raise
-        repeated = prepared._repeated
-        launches = sum(not c.launch.empty for c in prefix) + repeat_count * sum(
-            not c.launch.empty for c in repeated
-        )
-        self._counters.dispatches += 1
-        self._counters.kernel_launches += launches
-        if tracing_enabled():
-            self._log.debug("sequence submitted", launches=launches, reads=len(prepared._reads))
-        label = config.label or f"sequence of {len(prefix)}+{len(repeated)}x{repeat_count} steps"
-        return self._pending(completion, collect, discard, config, label, start)
 
-    def _reserve_prepared(
-        self, prepared: PreparedSequence, completion: Completion
-    ) -> list[Completion]:
-        """Reserve a prepared sequence's buffers, resolving them again only after a
-        buffer left the registry."""
-        registry = self._registry
-        cached = prepared._reservation
-        if cached is None or cached[0] != registry.generation:
-            cached = prepared._reservation = (registry.generation, registry.resolve(prepared._uses))
-        return registry.reserve_resolved(cached[1], completion)
-
+    @abstractmethod
     async def _run_bound(
         self,
         prepared: PreparedSequence,
@@ -343,10 +290,7 @@ class BackendCore(ABC, Generic[S]):
         repeat_count: int,
         start: int,
     ) -> SequenceResult:
-        """``PreparedSequence.run``: a timed submission, awaited (backends may do better)."""
-        pending = self._submit_bound(prepared, prefix, repeat_count, _TIMED_CONFIG, start)
-        result = await pending.timed()
-        return SequenceResult(result.outputs, result.timing.device_ns or 0)
+        """Run a prepared sequence once and wait for it (``PreparedSequence.run``)."""
 
     def _bind_step(self, index: int, step: SequenceStep) -> BoundCall[ResidentBuffer]:
         """Bind a sequence step, reusing the binding of an identical earlier step.
@@ -376,28 +320,6 @@ class BackendCore(ABC, Generic[S]):
         self._in_flight.add(completion)
         completion.add_done_callback(lambda: self._in_flight.discard(completion))
         return completion
-
-    def _pending(
-        self,
-        completion: Completion,
-        collect: Callable[[], Any],
-        discard: Callable[[], None] | None,
-        config: DispatchConfig,
-        label: str,
-        start: int,
-    ) -> PendingDispatch[Any]:
-        enqueue_ns = time.perf_counter_ns() - start
-        self._counters.enqueue_ns_total += enqueue_ns
-        return PendingDispatch(
-            completion,
-            collect,
-            discard=discard,
-            label=label,
-            submitted_ns=start,
-            enqueue_ns=enqueue_ns,
-            timeout=config.timeout,
-            observe=self._observe,
-        )
 
     def _observe(self, timing: DispatchTiming) -> None:
         self._counters.sync_points += 1
@@ -670,36 +592,15 @@ class BackendCore(ABC, Generic[S]):
     async def _open(self) -> None:
         """Acquire the device (nothing runs in the background yet)."""
 
+    async def _drain(self) -> None:
+        """Wait for work the backend tracks itself (CUDA: every fence of its streams),
+        before resident storage is released on close."""
+
     async def _start_background(self, task_group: anyio.abc.TaskGroup) -> None:
         """Start background tasks (the completion watcher) in ``task_group``."""
 
     async def _close(self) -> None:
         """Release the device after all work finished and buffers were released."""
-
-    @abstractmethod
-    def _enqueue_dispatch(
-        self,
-        task_group: anyio.abc.TaskGroup,
-        call: BoundCall[Any],
-        config: DispatchConfig,
-        completion: Completion,
-        waits: list[Completion],
-    ) -> Enqueued:
-        """Start the work; return (collect outputs, discard if dropped)."""
-
-    @abstractmethod
-    def _enqueue_sequence(
-        self,
-        task_group: anyio.abc.TaskGroup,
-        prepared: PreparedSequence,
-        prefix: list[BoundCall[ResidentBuffer]],
-        repeat_count: int,
-        config: DispatchConfig,
-        completion: Completion,
-        waits: list[Completion],
-    ) -> Enqueued:
-        """Start a sequence (``prefix`` in place of the prepared one); return (collect
-        read ranges, discard if dropped)."""
 
     @abstractmethod
     async def _store(self, dtype: np.dtype[Any], count: int, data: np.ndarray | None) -> S:
@@ -761,16 +662,6 @@ def _uses(calls: Sequence[BoundCall[Any]]) -> dict[ResidentBuffer, bool]:
             if isinstance(buffer, ResidentBuffer):
                 uses[buffer] = uses.get(buffer, False) or p.role != "in"
     return uses
-
-
-@contextlib.contextmanager
-def _failing(completion: Completion) -> Iterator[None]:
-    """Complete ``completion`` with the error when enqueueing raised, freeing its buffers."""
-    try:
-        yield
-    except BaseException as exc:
-        completion.complete(exc)
-        raise
 
 
 async def _quietly(completion: Completion) -> None:

@@ -11,22 +11,27 @@ from __future__ import annotations
 import os
 import platform
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine, Mapping
 from typing import Any
 
 import anyio
 import numpy as np
 
-from ..errors import DispatchError, LifecycleError, VyreError
-from ..kernels._kernel import BoundCall
-from ..streams._pending import Completion
+from ..errors import DispatchError, LifecycleError, ValidationError, VyreError
+from ..kernels._kernel import BoundCall, Kernel
+from ..logging import tracing_enabled
+from ..streams._completion import Completion
+from ..streams._pending import PendingDispatch
 from ._config import DispatchConfig
-from ._core import BackendCore, Enqueued, ReadPlan, _quietly
-from ._prepared import PreparedSequence
+from ._core import BackendCore, Outputs, ReadPlan, _quietly, _uses, check_repeat_count
+from ._prepared import PreparedSequence, SequenceResult
+from ._prepared_dispatch import PreparedDispatch
 from ._resident import ResidentBuffer, slab_layout
 
 #: Copies larger than this go to a worker thread instead of running on the loop.
 _INLINE_COPY_BYTES = 1 << 20
+_DEFAULT_CONFIG = DispatchConfig()
+_TIMED_CONFIG = DispatchConfig(timing=True)
 
 
 class CpuBackend(BackendCore[np.ndarray]):
@@ -52,6 +57,186 @@ class CpuBackend(BackendCore[np.ndarray]):
         """The host's architecture and core count."""
         return self._device_name
 
+    # ----------------------------------------------------------------- dispatch
+    def submit(
+        self,
+        kernel: Kernel,
+        inputs: Mapping[str, np.ndarray | ResidentBuffer],
+        *,
+        config: DispatchConfig | None = None,
+        **scalars: Any,
+    ) -> PendingDispatch[Outputs]:
+        """Validate and enqueue one kernel dispatch; return a pending dispatch at once.
+
+        Host arrays are copied before this returns, so the caller may reuse them.
+
+        Raises:
+            ValidationError: Bad inputs (nothing was enqueued).
+            LifecycleError: The backend is not open, or a buffer was freed.
+        """
+        start = time.perf_counter_ns()
+        self._check_open()
+        if not isinstance(kernel, Kernel):
+            raise TypeError(f"kernel must be a vyre_async Kernel, got {type(kernel).__name__}")
+        return self._submit_call(self._bind(kernel, inputs, scalars), config, start)
+
+    def dispatch(
+        self,
+        kernel: Kernel,
+        inputs: Mapping[str, np.ndarray | ResidentBuffer],
+        *,
+        config: DispatchConfig | None = None,
+        **scalars: Any,
+    ) -> Coroutine[Any, Any, Outputs]:
+        """Run one dispatch and return its host-bound outputs: ``await backend.dispatch(...)``.
+
+        Raises:
+            ValidationError: Bad inputs (nothing was run).
+            LifecycleError: The backend is not open, or a buffer was freed.
+            DispatchError: The kernel's reference failed.
+        """
+        return self.submit(kernel, inputs, config=config, **scalars).wait()
+
+    async def prepare(
+        self,
+        kernel: Kernel,
+        inputs: Mapping[str, np.ndarray | ResidentBuffer],
+        *,
+        config: DispatchConfig | None = None,
+        **scalars: Any,
+    ) -> PreparedDispatch:
+        """Bind and check a dispatch once; ``await prepared(**scalars)`` runs it.
+
+        Host arrays among ``inputs`` are held and copied at each call.
+
+        Raises:
+            ValidationError: Bad inputs or scalars.
+            LifecycleError: The backend is not open, or a buffer was freed.
+        """
+        self._check_open()
+        if not isinstance(kernel, Kernel):
+            raise TypeError(f"kernel must be a vyre_async Kernel, got {type(kernel).__name__}")
+        call = self._bind(kernel, dict(inputs), scalars)
+        last: Mapping[str, Any] = scalars
+
+        def run(new_scalars: Mapping[str, Any]) -> Coroutine[Any, Any, Outputs]:
+            nonlocal call, last
+            start = time.perf_counter_ns()
+            self._check_open()
+            if new_scalars != last:
+                values = kernel.bind_scalars(new_scalars, call.sizes)
+                call = BoundCall(
+                    call.kernel, call.buffers, values, call.sizes, call.lengths, call.launch
+                )
+                last = new_scalars
+            for buffer in call.buffers.values():
+                if isinstance(buffer, ResidentBuffer):
+                    self._registry.storage(buffer)  # refuses a freed buffer
+            return self._submit_call(call, config, start).wait()
+
+        return PreparedDispatch(kernel, run, dict(scalars))
+
+    def _bind(
+        self, kernel: Kernel, inputs: Mapping[str, Any], scalars: Mapping[str, Any]
+    ) -> BoundCall[Any]:
+        call = kernel.bind(inputs, scalars)
+        for p in kernel.buffer_params:
+            given = call.buffers.get(p.name)
+            if isinstance(given, ResidentBuffer):
+                self._registry.storage(given)
+            elif p.role == "out" and given is not None:
+                raise ValidationError(
+                    f"{p.name!r} is an output of kernel {kernel.name!r}; a host array "
+                    "cannot receive it",
+                    fix=f"leave {p.name!r} out of the inputs (it is returned), or bind a "
+                    "ResidentBuffer to keep it on the device.",
+                )
+        return call
+
+    def _submit_call(
+        self, call: BoundCall[Any], config: DispatchConfig | None, start: int
+    ) -> PendingDispatch[Outputs]:
+        task_group = self._check_open()
+        config = config or _DEFAULT_CONFIG
+        completion = self._new_completion()
+        waits = self._registry.reserve(_uses([call]), completion)
+        try:
+            collect = self._enqueue_dispatch(task_group, call, config, completion, waits)
+        except BaseException as exc:
+            completion.complete(exc)
+            raise
+        self._counters.dispatches += 1
+        self._counters.kernel_launches += 0 if call.launch.empty else config.fixpoint_iterations
+        if tracing_enabled():
+            self._log.debug(
+                "dispatch submitted",
+                kernel=call.kernel.name,
+                launches=config.fixpoint_iterations,
+            )
+        return self._pending(completion, collect, config, config.label or call.kernel.name, start)
+
+    def _submit_bound(
+        self,
+        prepared: PreparedSequence,
+        prefix: list[BoundCall[ResidentBuffer]],
+        repeat_count: int,
+        config: DispatchConfig | None,
+        start: int,
+    ) -> PendingDispatch[list[np.ndarray]]:
+        task_group = self._check_open()
+        check_repeat_count(repeat_count)
+        config = config or _DEFAULT_CONFIG
+        completion = self._new_completion()
+        try:
+            # A prepared sequence's buffers were checked when it was prepared; reserve
+            # checks again that none was freed since, before anything is enqueued.
+            waits = self._registry.reserve(prepared._uses, completion)
+            collect = self._enqueue_sequence(
+                task_group, prepared, prefix, repeat_count, config, completion, waits
+            )
+        except BaseException as exc:
+            completion.complete(exc)
+            raise
+        repeated = prepared._repeated
+        launches = sum(not c.launch.empty for c in prefix) + repeat_count * sum(
+            not c.launch.empty for c in repeated
+        )
+        self._counters.dispatches += 1
+        self._counters.kernel_launches += launches
+        label = config.label or f"sequence of {len(prefix)}+{len(repeated)}x{repeat_count} steps"
+        return self._pending(completion, collect, config, label, start)
+
+    async def _run_bound(
+        self,
+        prepared: PreparedSequence,
+        prefix: list[BoundCall[ResidentBuffer]],
+        repeat_count: int,
+        start: int,
+    ) -> SequenceResult:
+        pending = self._submit_bound(prepared, prefix, repeat_count, _TIMED_CONFIG, start)
+        result = await pending.timed()
+        return SequenceResult(result.outputs, result.timing.device_ns or 0)
+
+    def _pending(
+        self,
+        completion: Completion,
+        collect: Callable[[], Any],
+        config: DispatchConfig,
+        label: str,
+        start: int,
+    ) -> PendingDispatch[Any]:
+        enqueue_ns = time.perf_counter_ns() - start
+        self._counters.enqueue_ns_total += enqueue_ns
+        return PendingDispatch(
+            completion,
+            collect,
+            label=label,
+            submitted_ns=start,
+            enqueue_ns=enqueue_ns,
+            timeout=config.timeout,
+            observe=self._observe,
+        )
+
     def _enqueue_dispatch(
         self,
         task_group: anyio.abc.TaskGroup,
@@ -59,7 +244,7 @@ class CpuBackend(BackendCore[np.ndarray]):
         config: DispatchConfig,
         completion: Completion,
         waits: list[Completion],
-    ) -> Enqueued:
+    ) -> Callable[[], Outputs]:
         arrays: dict[str, np.ndarray] = {}
         host_outputs: dict[str, tuple[int, ...]] = {}
         to_clear: list[np.ndarray] = []
@@ -93,7 +278,7 @@ class CpuBackend(BackendCore[np.ndarray]):
             self._counters.bytes_downloaded += sum(a.nbytes for a in outputs.values())
             return outputs
 
-        return collect, None
+        return collect
 
     def _enqueue_sequence(
         self,
@@ -104,7 +289,7 @@ class CpuBackend(BackendCore[np.ndarray]):
         config: DispatchConfig,
         completion: Completion,
         waits: list[Completion],
-    ) -> Enqueued:
+    ) -> Callable[[], list[np.ndarray]]:
         def bind(call: BoundCall[ResidentBuffer]) -> Callable[[], None]:
             arrays = {name: self._registry.storage(b) for name, b in call.buffers.items()}
             outs = [arrays[p.name] for p in call.kernel.buffer_params if p.role == "out"]
@@ -138,7 +323,7 @@ class CpuBackend(BackendCore[np.ndarray]):
             self._counters.bytes_downloaded += sum(a.nbytes for a in results)
             return results
 
-        return collect, None
+        return collect
 
     async def _run(
         self,

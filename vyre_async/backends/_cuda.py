@@ -1,18 +1,22 @@
 """The CUDA backend: dispatches as stream work, completions from recorded events.
 
-The dispatch path, all enqueued from the event-loop thread without waiting:
-host inputs are copied into one pinned block at submit; one async host-to-device
-copy; output-only buffers cleared; ``fixpoint_iterations`` launches; one async
-device-to-host copy into the pinned block; the completion event recorded last. The
-:class:`~vyre_async.streams.CompletionWatcher` finishes the completion when that
-event has completed, and only then does the dispatch's device memory go back to its
-pool. Outputs are copied out of the pinned block when the dispatch is awaited.
+A dispatch is a :class:`~._cuda_bound.BoundLaunch` (made on the first dispatch of a
+kernel with given bindings, found by a dictionary lookup afterwards) enqueued on one
+of the backend's streams from the event-loop thread without waiting: host inputs
+copied into the launch's page-locked staging block, one host-to-device copy, output
+buffers cleared, ``fixpoint_iterations`` launches, one device-to-host copy. The work
+then joins its stream's open fence (:mod:`vyre_async.streams`): an event recorded
+after it, shared by every dispatch submitted to that stream in the same turn of the
+event loop. The awaiting task polls that event between checkpoints while the work is
+short; the :class:`~vyre_async.streams.CompletionWatcher` task takes over work that
+is long, cancelled or never awaited. Only once the event has completed does the
+dispatch's memory go back to its pool.
 
-Work that shares a resident buffer with unfinished work waits for it on the device
-(``cuStreamWaitEvent``), so submission order holds across streams, as on the CPU
-backend. A kernel not yet loaded is compiled in a worker thread and its launch
-enqueued from a task once it is ready; ``await backend.prepare(kernel)`` does that
-ahead of time.
+Work that shares a resident buffer with unfinished work runs after it: on the same
+stream when all it waits for is there, else behind ``cuStreamWaitEvent``. So
+submission order holds across streams, as on the CPU backend. A kernel not yet
+loaded is compiled in a worker thread first (``await backend.load_kernels(kernel)``
+does that ahead of time).
 
 Reads: a few bytes land in kept page-locked blocks; 2-32 MiB in a block lent from
 :class:`~._host_results.ResultBlocks` (page-locked once it comes back); larger reads
@@ -25,37 +29,55 @@ from __future__ import annotations
 import functools
 import itertools
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine, Mapping
 from typing import Any
 
 import anyio
 import numpy as np
 
-from ..errors import DispatchError, LifecycleError, OutOfMemoryError, VyreError
+from ..errors import (
+    DeviceLostError,
+    DispatchError,
+    LifecycleError,
+    OutOfMemoryError,
+    ValidationError,
+    VyreError,
+)
 from ..kernels import BUILTIN_KERNELS
 from ..kernels._kernel import BoundCall, Kernel
 from ..logging import tracing_enabled
 from ..streams._bucket_pool import bucket_capacity
+from ..streams._completion import Completion
 from ..streams._device import CudaDevice, DeviceInfo
+from ..streams._driver import check
+from ..streams._fence import Lane
 from ..streams._handles import EventPool, StreamPool
 from ..streams._memory import DeviceAllocation, DeviceMemoryPool, PinnedBuffer, PinnedHostPool
-from ..streams._pending import Completion
+from ..streams._pending import PendingDispatch
 from ..streams._watcher import CompletionWatcher
 from ._config import DispatchConfig
-from ._core import BackendCore, Enqueued, ReadPlan, _quietly, check_repeat_count
+from ._core import BackendCore, BackendState, Outputs, ReadPlan, _quietly, check_repeat_count
+from ._cuda_bound import (
+    SPARE_STAGING,
+    SPARE_STAGING_MAX_BYTES,
+    BoundLaunch,
+    Staging,
+    launch_key,
+)
 from ._cuda_graphs import BodyGraphs, StepPlans
 from ._cuda_launch import KernelCache, LoadedKernel
 from ._cuda_readback import COPY_THREADS, copy_out_pieces, plan_read_pieces
 from ._cuda_sequence import SequencePlan
-from ._cuda_staging import COPY_PAD, StagingPlan, fill_inputs, plan_staging, take_outputs
+from ._cuda_staging import COPY_PAD
 from ._host_results import HostBlock, ResultBlocks
 from ._prepared import PreparedSequence, SequenceResult
+from ._prepared_dispatch import PreparedDispatch
 from ._resident import ResidentBuffer, slab_layout
 
-#: Streams dispatches are spread over, round robin.
+#: Streams work is spread over, round robin (dependent work follows its dependency).
 STREAMS = 4
-#: Staging plans kept per backend (one per kernel and host-bound shape seen).
-_PLAN_CACHE_SIZE = 1024
+#: Bound launches kept per backend (one per kernel and set of bindings seen).
+LAUNCH_CACHE_SIZE = 1024
 #: Host copies larger than this run in a worker thread, not on the loop.
 _INLINE_COPY_BYTES = 1 << 20
 #: Reads into fresh arrays between these sizes use the driver's pageable copy.
@@ -65,14 +87,15 @@ PAGEABLE_READ_MAX_BYTES = 32 << 20
 SMALL_READ_BYTES = 4096
 #: ...of which this many are kept idle.
 SMALL_READS_KEPT = 16
-#: Event sets (timing pair and completion event) kept idle for ``PreparedSequence.run``:
-#: a list pop instead of three trips through the event pools' locks and back.
-RUN_EVENT_SETS = 8
+#: Timing event pairs kept idle for timed work (a list pop instead of the pool's lock).
+TIMING_PAIRS_KEPT = 8
 #: Read-result blocks (see :mod:`._host_results`) kept idle for the next read...
 RESULT_BLOCKS_IDLE_BYTES = 128 << 20
 #: ...and page-locked once they come back, up to this many bytes in all.
 RESULT_BLOCKS_LOCKED_BYTES = 256 << 20
 _SMALL_READ_CAPACITY = bucket_capacity(SMALL_READ_BYTES)
+_OPEN = BackendState.OPEN
+_NO_WAITS: list[Completion] = []
 
 
 def _driver_copies(nbytes: int) -> bool:
@@ -94,41 +117,82 @@ class _Slab:
         self.members = members
 
 
-class _StagedOutputs:
-    """Outputs waiting in a pinned block until they are collected, dropped, or the backend closes.
+class _Work(Completion):
+    """Stream work of the backend: what its release gives back once it has finished.
 
-    Closing the backend releases the context, and pinned memory with it, so a
-    dispatch that was never awaited has its outputs copied into ordinary host memory
-    first: awaiting it after the close still returns them.
+    ``keep`` says whether a caller will still copy outputs out of ``host``'s memory
+    (then the caller gives it back); otherwise the release does.
     """
 
-    __slots__ = ("_owner", "_release", "_result", "_settled", "_take")
+    __slots__ = ("backend", "host", "keep", "outputs", "records", "timing")
 
-    def __init__(
-        self, owner: set[_StagedOutputs], take: Callable[[], Any], release: Callable[[], None]
-    ) -> None:
-        self._owner = owner
-        self._take = take
-        self._release = release
-        self._result: Any = None
-        self._settled = False
-        owner.add(self)
+    def __init__(self, backend: CudaBackend) -> None:
+        # Completion.__init__ inlined: one object per dispatch, made on the hot path.
+        self._done = False
+        self._error = None
+        self._callbacks = None
+        self._waiters = None
+        self._source = None
+        self.device_ns = None
+        self.fence = None
+        self.backend = backend
+        #: The outputs, copied out when the backend closed before they were collected.
+        self.outputs: Any = None
+        self.records: list[Any] = _NO_WAITS
+        self.timing: tuple[Any, Any] | None = None
+        self.host: Any = None
+        self.keep = False
 
-    def collect(self) -> Any:
-        """The outputs; the first call copies them out and releases the pinned block."""
-        if not self._settled:
-            try:
-                self._result = self._take()
-            finally:
-                self.discard()
-        return self._result
+    def _release(self) -> None:
+        backend = self.backend
+        if self.records:
+            backend._registry.unclaim(self.records, self)
+        if self.timing is not None:
+            self.device_ns = backend._elapsed_ns(self.timing)
+            backend._give_back_timing(self.timing)
+        if self.host is not None and not self.keep:
+            self.give_back_host()
 
-    def discard(self) -> None:
-        """Release the pinned block without copying (a dropped dispatch). Idempotent."""
-        if not self._settled:
-            self._settled = True
-            self._owner.discard(self)
-            self._release()
+    def give_back_host(self) -> None:
+        """Return the host-side memory (staging pair or read block). Idempotent."""
+        raise NotImplementedError
+
+    def drop(self) -> None:
+        """Nobody will collect the outputs: give their memory back once finished."""
+        self.keep = False
+        if self._done and self.host is not None:
+            self.give_back_host()
+
+
+class _DispatchWork(_Work):
+    """One dispatch in flight; ``host`` is its :class:`Staging` pair, if any."""
+
+    __slots__ = ("launch",)
+
+    def __init__(self, backend: CudaBackend, launch: BoundLaunch | None) -> None:
+        _Work.__init__(self, backend)
+        #: ``None`` only until a submission whose kernel had to load is bound.
+        self.launch = launch
+
+    def give_back_host(self) -> None:
+        staging, self.host = self.host, None
+        if staging is not None and self.launch is not None:
+            self.backend._give_back_staging(self.launch, staging)
+
+
+class _SequenceWork(_Work):
+    """One sequence run in flight; ``host`` is the page-locked block its reads land in."""
+
+    __slots__ = ("plan",)
+
+    def __init__(self, backend: CudaBackend, plan: SequencePlan) -> None:
+        super().__init__(backend)
+        self.plan = plan
+
+    def give_back_host(self) -> None:
+        block, self.host = self.host, None
+        if block is not None:
+            self.backend._release_read_block(block)
 
 
 class CudaBackend(BackendCore[DeviceAllocation]):
@@ -158,17 +222,17 @@ class CudaBackend(BackendCore[DeviceAllocation]):
         self._limiter = anyio.CapacityLimiter(2)
         # Host copies out of pinned memory: their own threads, never queued behind a compile.
         self._copy_limiter = anyio.CapacityLimiter(COPY_THREADS)
-        self._recorded: dict[int, Any] = {}  # id(completion) -> its recorded event
-        self._uncollected: set[_StagedOutputs] = set()
-        self._plans: dict[tuple[Any, ...], StagingPlan] = {}
+        self._launches: dict[tuple[Any, ...], BoundLaunch] = {}
+        self._uncollected: set[_Work] = set()
         self._step_plans = StepPlans()
         self._small_reads: list[PinnedBuffer] = []  # idle page-locked blocks for small reads
-        self._run_events: list[tuple[Any, Any, Any]] = []  # idle (start, end, done) for run()
+        self._timing_pairs: list[tuple[Any, Any]] = []  # idle timing pairs
         self._results = ResultBlocks(RESULT_BLOCKS_IDLE_BYTES, self._unregister)
         self._lock_results = True  # until the driver once refuses to page-lock a block
         self._slab_of: dict[int, _Slab] = {}  # id(member view) -> its slab
-        self._next_stream = itertools.count()
+        self._turn = 0
         self._baseline = (0, 0)
+        self._lanes: list[Lane] = []
 
     # ----------------------------------------------------------------- lifecycle
     async def _open(self) -> None:
@@ -186,7 +250,21 @@ class CudaBackend(BackendCore[DeviceAllocation]):
             self._streams = [self._stream_pool.acquire() for _ in range(STREAMS)]
             self._kernels = KernelCache(device)
             self._graphs = BodyGraphs(device)
-            self._watcher = CompletionWatcher.for_device(device)
+            driver = device.driver
+            self._watcher = CompletionWatcher.for_device(
+                device,
+                acquire_event=self._events.acquire,
+                release_event=self._events.release,
+                synchronize=lambda stream: device.call(driver.cuStreamSynchronize, stream),
+            )
+            self._lanes = [self._watcher.lane(int(s), s) for s in self._streams]
+            self._drv = driver
+            self._launch_kernel = driver.cuLaunchKernel
+            self._copy_in = driver.cuMemcpyHtoDAsync
+            self._copy_out = driver.cuMemcpyDtoHAsync
+            self._memset = driver.cuMemsetD8Async
+            self._wait_event = driver.cuStreamWaitEvent
+            self._record_event = driver.cuEventRecord
         except BaseException:
             await anyio.to_thread.run_sync(device.close)
             raise
@@ -195,7 +273,11 @@ class CudaBackend(BackendCore[DeviceAllocation]):
 
     async def _start_background(self, task_group: anyio.abc.TaskGroup) -> None:
         await task_group.start(self._watcher.run)
-        await self.prepare(*BUILTIN_KERNELS)
+        await self.load_kernels(*BUILTIN_KERNELS)
+
+    async def _drain(self) -> None:
+        if self._device is not None:
+            await self._watcher.drain()
 
     async def _close(self) -> None:
         if self._device is None:
@@ -203,13 +285,14 @@ class CudaBackend(BackendCore[DeviceAllocation]):
         device = self._device
         with anyio.move_on_after(5):
             await self._watcher.drain()
-        for staged in list(self._uncollected):
-            if device.lost:
-                staged.discard()
-            else:
-                staged.collect()
+        for work in list(self._uncollected):
+            self._uncollected.discard(work)
+            if work.done and work.error is None and not device.lost:
+                work.outputs = self._copy_out_outputs(work)
+            work.drop()
 
         locked_results = self._results.close()  # lent arrays stay valid, just pageable
+        launches, self._launches = list(self._launches.values()), {}
 
         def release_all() -> None:
             try:
@@ -218,14 +301,15 @@ class CudaBackend(BackendCore[DeviceAllocation]):
                     self._log.warning("closing a lost device without freeing its handles")
                     return
                 device.make_current()
+                for launch in launches:
+                    self._free_spares(launch)
                 for stream in self._streams:
                     self._stream_pool.release(stream)
                 while self._small_reads:
                     self._pinned.release(self._small_reads.pop())
-                while self._run_events:
-                    start, end, done = self._run_events.pop()
-                    self._events.release_timing_pair((start, end))
-                    self._events.release(done)
+                while self._timing_pairs:
+                    self._events.release_timing_pair(self._timing_pairs.pop())
+                self._watcher.release_events()
                 for block in locked_results:
                     try:
                         device.call(device.driver.cuMemHostUnregister, block.address)
@@ -272,56 +356,80 @@ class CudaBackend(BackendCore[DeviceAllocation]):
         if self._device is not None:
             self._device.health.check()
 
-    async def prepare(self, *kernels: Kernel) -> None:
-        """Compile (through the caches) and load kernels now, off the event loop."""
+    async def load_kernels(self, *kernels: Kernel) -> None:
+        """Compile (through the caches) and load kernels now, off the event loop.
+
+        Dispatching a kernel loads it anyway; loading ahead keeps the compile out of
+        the first dispatch's latency.
+        """
         for kernel in kernels:
+            if not isinstance(kernel, Kernel):
+                raise TypeError(f"expected a vyre_async Kernel, got {type(kernel).__name__}")
             if self._kernels.get(kernel) is None:
                 await anyio.to_thread.run_sync(self._kernels.load, kernel, limiter=self._limiter)
 
     def live_allocations(self) -> dict[str, int]:
-        """Device blocks, pinned blocks and events handed out right now (leak checks)."""
+        """Device blocks, pinned blocks and events handed out right now (leak checks).
+
+        Memory and events the backend keeps idle for its next work (staging pairs of
+        bound launches, small read blocks, spare events) do not count.
+        """
+        spares = [s for launch in self._launches.values() for s in launch.spares]
+        spare_events = sum(len(lane.spare_events) for lane in self._lanes)
         return {
-            "device": self._memory.live_allocations,
-            "pinned": self._pinned.live_allocations - len(self._small_reads),  # kept idle: not out
-            "events": self._events.live - 3 * len(self._run_events),  # kept idle: not out
+            "device": self._memory.live_allocations - len(spares),
+            "pinned": self._pinned.live_allocations - len(self._small_reads) - len(spares),
+            "events": self._events.live - spare_events - 2 * len(self._timing_pairs),
             "in_flight": self._watcher.in_flight,
         }
 
-    # ----------------------------------------------------------------- stream plumbing
-    def _stream(self) -> tuple[int, Any]:
-        index = next(self._next_stream) % STREAMS
-        return index, self._streams[index]
+    # ----------------------------------------------------------------- streams and events
+    def _next_lane(self) -> Lane:
+        self._turn += 1
+        return self._lanes[self._turn % STREAMS]
 
-    def _wait_for(self, stream: Any, waits: list[Completion]) -> None:
-        driver = self._cuda().driver
+    def _lane_after(self, waits: list[Completion]) -> Lane:
+        """The lane for work that must follow ``waits``: theirs when they share one (no
+        cross-stream wait is then needed), else the next one round robin."""
+        first = waits[0].fence
+        if first is None:
+            return self._next_lane()
+        lane: Lane = first.lane
         for earlier in waits:
-            event = self._recorded.get(id(earlier))
-            if event is not None and not earlier.done:
-                self._cuda().call(driver.cuStreamWaitEvent, stream, event, 0)
+            fence = earlier.fence
+            if fence is None or fence.lane is not lane:
+                return self._next_lane()
+        return lane
 
-    def _finish_on(
-        self,
-        stream_key: int,
-        stream: Any,
-        completion: Completion,
-        on_done: Callable[[], None],
-        timing: tuple[Any, Any] | None = None,
-    ) -> None:
-        """Record the completion event last and hand it to the watcher."""
+    def _wait_for(self, lane: Lane, waits: list[Completion]) -> None:
+        """Make ``lane``'s stream wait for unfinished work on other streams."""
         device = self._cuda()
-        event = self._events.acquire()
-        device.call(device.driver.cuEventRecord, event, stream)
-        key = id(completion)
-        self._recorded[key] = event
+        for earlier in waits:
+            fence = earlier.fence
+            if earlier._done or fence is None or fence.lane is lane:
+                continue  # done, enqueued later (waited for by its caller), or in order
+            event = self._watcher.seal(fence)
+            if event is not None:
+                device.call(self._wait_event, lane.stream, event, 0)
 
-        def done() -> None:
-            self._recorded.pop(key, None)
-            self._events.release(event)
-            if timing is not None:
-                self._events.release_timing_pair(timing)
-            on_done()
+    def _take_timing(self) -> tuple[Any, Any]:
+        if self._timing_pairs:
+            return self._timing_pairs.pop()
+        return self._events.acquire_timing_pair()
 
-        self._watcher.watch(stream_key, event, completion, done, timing=timing)
+    def _give_back_timing(self, pair: tuple[Any, Any]) -> None:
+        if len(self._timing_pairs) < TIMING_PAIRS_KEPT:
+            self._timing_pairs.append(pair)
+        else:
+            self._events.release_timing_pair(pair)
+
+    def _elapsed_ns(self, pair: tuple[Any, Any]) -> int | None:
+        try:
+            device = self._cuda()
+            return round(float(device.call(device.driver.cuEventElapsedTime, *pair)) * 1e6)
+        except VyreError as exc:
+            self._log.warning("event elapsed time failed", error=exc.what)
+            return None
 
     def _sync_after_failure(self, stream: Any) -> None:
         """After a failed enqueue, wait for what was queued before memory is reused."""
@@ -331,205 +439,515 @@ class CudaBackend(BackendCore[DeviceAllocation]):
         except VyreError as exc:
             self._log.error("stream sync after a failed enqueue failed", error=str(exc))
 
+    def _raise_for(self, returned: Any, name: str) -> None:
+        """Raise the mapped error of a failed hot-path driver call."""
+        device = self._cuda()
+        try:
+            check(returned, name)
+        except DeviceLostError as exc:
+            device.health.mark_lost(exc)
+            raise
+
     # ----------------------------------------------------------------- dispatch
-    def _enqueue_dispatch(
+    def dispatch(
         self,
-        task_group: anyio.abc.TaskGroup,
-        call: BoundCall[Any],
-        config: DispatchConfig,
-        completion: Completion,
-        waits: list[Completion],
-    ) -> Enqueued:
-        plan = self._plan(call)
-        pinned: PinnedBuffer | None = None
-        block: DeviceAllocation | None = None
-        if plan.total:
-            pinned = self._pinned.acquire(plan.total)
-            try:
-                block = self._memory.acquire(plan.total)
-                fill_inputs(plan, pinned.array, call.buffers)
-            except BaseException:
-                self._pinned.release(pinned)
-                if block is not None:
-                    self._memory.release(block)
-                raise
-        pointers = {
-            name: self._registry.storage(b).ptr
-            for name, b in call.buffers.items()
-            if isinstance(b, ResidentBuffer)
-        }
-        if block is not None:
-            pointers.update((s.name, block.ptr + s.offset) for s in plan.slots)
-        resident_clears = [
-            (
-                self._registry.storage(call.buffers[p.name]).ptr,
-                call.lengths[p.name] * p.dtype.itemsize,
-            )
-            for p in call.kernel.buffer_params
-            if p.role == "out" and isinstance(call.buffers.get(p.name), ResidentBuffer)
-        ]
-        clears = resident_clears + [(pointers[n], plan.slot(n).nbytes) for n in plan.clears]
+        kernel: Kernel,
+        inputs: Mapping[str, np.ndarray | ResidentBuffer],
+        *,
+        config: DispatchConfig | None = None,
+        **scalars: Any,
+    ) -> Coroutine[Any, Any, Outputs]:
+        """Run one kernel dispatch and return its host-bound outputs; use with ``await``.
 
-        release_pinned = self._once(self._pinned.release, pinned)
+        The first dispatch of a kernel with given bindings builds a bound launch;
+        later ones find it by a lookup and only write changed scalars. No pending
+        dispatch, timing events or log line is made (see :meth:`submit` for those).
+        Validation errors of a repeated binding are raised at the call; the work is
+        enqueued when the returned coroutine runs.
 
-        def take() -> dict[str, np.ndarray]:
-            self._counters.bytes_downloaded += plan.download[1]
-            if pinned is None:
-                return {
-                    name: np.zeros(plan.slot(name).shape, plan.slot(name).dtype)
-                    for name in plan.outputs
-                }
-            return take_outputs(plan, pinned.array)
+        Raises:
+            ValidationError: Bad inputs (nothing was enqueued).
+            LifecycleError: The backend is not open, or a buffer was freed.
+            DispatchError: The dispatch failed on the device, or ``config.timeout``
+                passed first.
+        """
+        if self._state is not _OPEN:
+            self._check_open()
+        try:
+            launch = self._launches[(kernel, *inputs.items())]
+        except (KeyError, TypeError, AttributeError):  # new, host arrays, or bad inputs
+            return self._dispatch_new(kernel, inputs, scalars, config)
+        return self._run_launch(launch, inputs, scalars, config)
 
-        staged = _StagedOutputs(self._uncollected, take, release_pinned)
+    async def _dispatch_new(
+        self,
+        kernel: Kernel,
+        inputs: Mapping[str, Any],
+        scalars: dict[str, Any],
+        config: DispatchConfig | None,
+    ) -> Outputs:
+        launch = await self._bound_launch(kernel, inputs, scalars)
+        return await self._run_launch(launch, inputs, scalars, config)
 
-        def release_block() -> None:
-            if block is not None:
-                self._memory.release(block)
+    async def prepare(
+        self,
+        kernel: Kernel,
+        inputs: Mapping[str, np.ndarray | ResidentBuffer],
+        *,
+        config: DispatchConfig | None = None,
+        **scalars: Any,
+    ) -> PreparedDispatch:
+        """Bind and check a dispatch once, for a hot loop: ``await prepared(**scalars)``.
 
-        def release_all() -> None:
-            release_block()
-            staged.discard()
+        The kernel is loaded now. Host arrays among ``inputs`` are held by the
+        prepared dispatch and copied at each call (their contents may change, their
+        shape and dtype may not); resident buffers are checked again at each call
+        only after a buffer left the backend (a freed one is refused).
 
-        def enqueue() -> None:
-            device = self._cuda()
-            loaded = self._loaded(call.kernel)
-            loaded.check_launch(call.launch, device.info)
-            driver = device.driver
-            key, stream = self._stream()
-            timing = None
-            try:
-                self._wait_for(stream, waits)
-                offset, nbytes = plan.upload
-                if nbytes and block is not None and pinned is not None:
-                    device.call(
-                        driver.cuMemcpyHtoDAsync,
-                        block.ptr + offset,
-                        pinned.ptr + offset,
-                        nbytes,
-                        stream,
+        Raises:
+            ValidationError: Bad inputs or scalars.
+            LifecycleError: The backend is not open, or a buffer was freed.
+        """
+        self._check_open()
+        held = dict(inputs)
+        launch = await self._bound_launch(kernel, held, scalars, cache=False)
+        launch.keeps_spares = False  # the backend does not track it: nothing kept idle
+
+        def run(new_scalars: Mapping[str, Any]) -> Coroutine[Any, Any, Outputs]:
+            if self._state is not _OPEN:
+                self._check_open()
+            return self._run_launch(launch, held, new_scalars, config)
+
+        return PreparedDispatch(kernel, run, dict(scalars))
+
+    async def _bound_launch(
+        self,
+        kernel: Kernel,
+        inputs: Mapping[str, Any],
+        scalars: Mapping[str, Any],
+        *,
+        cache: bool = True,
+    ) -> BoundLaunch:
+        """The bound launch of ``kernel`` with these bindings, made (and cached) if new."""
+        if not isinstance(kernel, Kernel):
+            raise TypeError(f"kernel must be a vyre_async Kernel, got {type(kernel).__name__}")
+        if not isinstance(inputs, Mapping):
+            raise TypeError(f"inputs must be a mapping, got {type(inputs).__name__}")
+        key = launch_key(kernel, inputs)
+        launch = self._launches.get(key) if cache else None
+        if launch is None:
+            call = self._bind(kernel, inputs, scalars)
+            loaded = self._kernels.get(kernel)
+            if loaded is None:
+                await self.load_kernels(kernel)
+                loaded = self._loaded(kernel)
+            launch = self._new_launch(call, loaded, scalars)
+            if cache:
+                self._remember(key, launch)
+        return launch
+
+    def _bind(
+        self, kernel: Kernel, inputs: Mapping[str, Any], scalars: Mapping[str, Any]
+    ) -> BoundCall[Any]:
+        """Validate a call in full: names, dtypes, lengths, scalars, resident buffers."""
+        call = kernel.bind(inputs, scalars)
+        for p in kernel.buffer_params:
+            given = call.buffers.get(p.name)
+            if isinstance(given, ResidentBuffer):
+                self._registry.storage(given)
+            elif given is not None:
+                if p.role == "out":
+                    raise ValidationError(
+                        f"{p.name!r} is an output of kernel {kernel.name!r}; a host array "
+                        "cannot receive it",
+                        fix=f"leave {p.name!r} out of the inputs (it is returned), or bind a "
+                        "ResidentBuffer to keep it on the device.",
                     )
-                for ptr, size in clears:
-                    if size:
-                        device.call(driver.cuMemsetD8Async, ptr, 0, size, stream)
-                timing = self._events.acquire_timing_pair() if config.timing else None
-                if timing is not None:
-                    device.call(driver.cuEventRecord, timing[0], stream)
-                loaded.launch(call, pointers, stream, config.fixpoint_iterations)
-                if timing is not None:
-                    device.call(driver.cuEventRecord, timing[1], stream)
-                offset, nbytes = plan.download
-                if nbytes and block is not None and pinned is not None:
-                    device.call(
-                        driver.cuMemcpyDtoHAsync,
-                        pinned.ptr + offset,
-                        block.ptr + offset,
-                        nbytes,
-                        stream,
+                if not isinstance(given, np.ndarray):
+                    raise ValidationError(
+                        f"buffer {p.name!r} of kernel {kernel.name!r} must be a NumPy array "
+                        f"or a ResidentBuffer, got {type(given).__name__}",
+                        fix=f"pass np.asarray(..., dtype=np.{p.dtype}) for {p.name!r}.",
                     )
-                self._finish_on(key, stream, completion, release_block, timing)
-            except BaseException:
-                self._sync_after_failure(stream)
-                if timing is not None:
-                    self._events.release_timing_pair(timing)
-                raise
+        return call
 
-        self._start(task_group, [call.kernel], enqueue, completion, waits, release_all)
+    def _new_launch(
+        self, call: BoundCall[Any], loaded: LoadedKernel, scalars: Mapping[str, Any]
+    ) -> BoundLaunch:
+        loaded.check_launch(call.launch, self._cuda().info)
+        launch = BoundLaunch(call, loaded)
+        launch.raw_scalars = scalars
+        launch.raw_types = [*map(type, scalars.values())]
+        launch.refresh(self._registry)
+        return launch
 
-        self._counters.bytes_uploaded += plan.upload[1]
-        return staged.collect, staged.discard
-
-    def _plan(self, call: BoundCall[Any]) -> StagingPlan:
-        """The staging plan of a call, cached by kernel and host-bound shapes."""
-        key = (
-            id(call.kernel),
-            tuple(
-                (name, None if isinstance(b, ResidentBuffer) else np.shape(b))
-                for name, b in call.buffers.items()
-            ),
-            tuple(call.lengths.values()),
-        )
-        plan = self._plans.get(key)
-        if plan is None or plan.kernel is not call.kernel:
-            if len(self._plans) >= _PLAN_CACHE_SIZE:
-                self._plans.pop(next(iter(self._plans)))
-            plan = self._plans[key] = plan_staging(call)
-        return plan
-
-    @staticmethod
-    def _once(release: Callable[[Any], None], item: Any) -> Callable[[], None]:
-        """``release(item)`` at most once, whichever path (collect, drop, failure) comes first."""
-        done = item is None
-
-        def run() -> None:
-            nonlocal done
-            if not done:
-                done = True
-                release(item)
-
-        return run
+    def _remember(self, key: tuple[Any, ...], launch: BoundLaunch) -> None:
+        launches = self._launches
+        if len(launches) >= LAUNCH_CACHE_SIZE:
+            self._free_spares(launches.pop(next(iter(launches))))
+        launches[key] = launch
 
     def _loaded(self, kernel: Kernel) -> LoadedKernel:
         loaded = self._kernels.get(kernel)
-        if loaded is None:  # _start loads every kernel before it enqueues
+        if loaded is None:  # callers load every kernel before they enqueue
             raise DispatchError(
                 f"kernel {kernel.name!r} is not loaded", fix="report this bug with the log."
             )
         return loaded
 
-    def _start(
+    async def _run_launch(
         self,
-        task_group: anyio.abc.TaskGroup,
-        kernels: list[Kernel],
-        enqueue: Callable[[], None],
-        completion: Completion,
-        waits: list[Completion],
-        release: Callable[[], None],
-    ) -> None:
-        """Enqueue now when everything is ready, else from a task once it is.
-
-        Not ready means: a kernel still has to be compiled and loaded, or an earlier
-        user of a shared buffer has not been enqueued yet (it has no event to wait on).
-        """
-        missing = [k for k in kernels if self._kernels.get(k) is None]
-        unrecorded = [w for w in waits if not w.done and id(w) not in self._recorded]
-        if not missing and not unrecorded:
+        launch: BoundLaunch,
+        inputs: Mapping[str, Any],
+        scalars: Mapping[str, Any],
+        config: DispatchConfig | None,
+    ) -> Outputs:
+        """Enqueue one dispatch of a bound launch and wait for it (the awaited path)."""
+        start = time.perf_counter_ns()
+        if scalars != launch.raw_scalars or [*map(type, scalars.values())] != launch.raw_types:
+            launch.set_scalars(scalars)
+        registry = self._registry
+        if launch.generation != registry.generation:
+            launch.refresh(registry)
+        times, timing = 1, False
+        if config is not None:
+            times, timing = config.fixpoint_iterations, config.timing
+        staging = None
+        if launch.plan is not None and launch.plan.total > _INLINE_COPY_BYTES:
+            staging = await self._stage_in_thread(launch, inputs)
+        work = _DispatchWork(self, launch)
+        work.keep = bool(launch.outputs)
+        records = launch.records
+        waits = registry.claim(records, work) if records else _NO_WAITS
+        work.records = records
+        if waits:
+            await self._await_unrecorded(work, waits, staging)
+        self._enqueue_dispatch(launch, work, inputs, waits, times, timing, staging)
+        enqueued = time.perf_counter_ns()
+        if not work._done:
             try:
-                enqueue()
+                if config is not None and config.timeout is not None:
+                    await self._follow_with_timeout(work, config)
+                else:
+                    await self._watcher.follow(work)
             except BaseException:
-                release()
+                work.drop()
                 raise
-            return
-        task_group.start_soon(
-            self._enqueue_later, missing, enqueue, completion, unrecorded, release
-        )
+        counters = self._counters
+        counters.dispatches += 1
+        counters.kernel_launches += launch.launches * times
+        counters.sync_points += 1
+        if work._error is not None:
+            work.drop()
+            raise work._error
+        outputs: Outputs = {}
+        staging = work.host
+        if staging is not None:
+            outputs = launch.take_outputs(staging)
+            counters.bytes_downloaded += launch.download[1]
+            work.drop()
+        end = time.perf_counter_ns()
+        counters.enqueue_ns_total += enqueued - start
+        counters.wait_ns_total += end - enqueued
+        counters.wall_ns_total += end - start
+        if work.device_ns is not None:
+            counters.device_ns_total += work.device_ns
+        return outputs
 
-    async def _enqueue_later(
-        self,
-        missing: list[Kernel],
-        enqueue: Callable[[], None],
-        completion: Completion,
-        unrecorded: list[Completion],
-        release: Callable[[], None],
-    ) -> None:
+    async def _follow_with_timeout(self, work: _Work, config: DispatchConfig) -> None:
         try:
-            await self.prepare(*missing)
-            for earlier in unrecorded:
-                await _quietly(earlier)
-            self._check_healthy()
-            enqueue()
+            with anyio.fail_after(config.timeout):
+                await self._watcher.follow(work)
+        except TimeoutError:
+            label = config.label or "the dispatch"
+            raise DispatchError(
+                f"{label} did not finish within its timeout of {config.timeout:g} s; "
+                "it keeps running and its memory stays reserved until it does",
+                fix="raise DispatchConfig.timeout, or await the work again later.",
+            ) from None
+
+    async def _await_unrecorded(
+        self, work: _Work, waits: list[Completion], staging: Staging | None
+    ) -> None:
+        """Wait for earlier work not enqueued yet (it has no event to wait on)."""
+        try:
+            for earlier in waits:
+                if earlier.fence is None and not earlier._done:
+                    await _quietly(earlier)
+                    self._check_healthy()
+        except BaseException as exc:
+            if staging is not None:
+                work.host = staging
+            work.keep = False
+            work.complete(exc)
+            raise
+
+    def _enqueue_dispatch(
+        self,
+        launch: BoundLaunch,
+        work: _DispatchWork,
+        inputs: Mapping[str, Any],
+        waits: list[Completion],
+        times: int,
+        timing: bool,
+        staging: Staging | None,
+    ) -> None:
+        """Enqueue a claimed dispatch on a stream and add it to the stream's lane.
+
+        On failure the work is completed with the error (its memory given back once
+        the stream has drained) and the error raised.
+        """
+        device = self._device
+        assert device is not None
+        device.make_current()
+        lane = self._lane_after(waits) if waits else self._next_lane()
+        stream = lane.stream
+        try:
+            self._watcher.check_accepting()
+            if waits:
+                self._wait_for(lane, waits)
+            plan = launch.plan
+            if plan is not None:
+                if staging is None:
+                    staging = self._stage(launch, inputs)
+                work.host = staging
+                block = staging.block.ptr
+                if block != launch.block_ptr:
+                    launch.point_at(staging)
+                offset, nbytes = launch.upload
+                if nbytes:
+                    returned = self._copy_in(
+                        block + offset, staging.pinned.ptr + offset, nbytes, stream
+                    )
+                    if returned[0]:
+                        self._raise_for(returned, "cuMemcpyHtoDAsync")
+                for offset, nbytes in launch.host_clears:
+                    returned = self._memset(block + offset, 0, nbytes, stream)
+                    if returned[0]:
+                        self._raise_for(returned, "cuMemsetD8Async")
+            for ptr, nbytes in launch.resident_clears:
+                if nbytes:
+                    returned = self._memset(ptr, 0, nbytes, stream)
+                    if returned[0]:
+                        self._raise_for(returned, "cuMemsetD8Async")
+            if timing:
+                work.timing = pair = self._take_timing()
+                device.call(self._record_event, pair[0], stream)
+            if not launch.empty:
+                launch_kernel, function, args = self._launch_kernel, launch.function, launch.args
+                (gx, gy, gz), (bx, by, bz) = launch.grid, launch.block
+                shared = launch.shared_bytes
+                for _ in range(times):
+                    returned = launch_kernel(
+                        function, gx, gy, gz, bx, by, bz, shared, stream, args, 0
+                    )
+                    if returned[0]:
+                        self._raise_for(returned, "cuLaunchKernel")
+            if timing:
+                device.call(self._record_event, work.timing[1], stream)  # type: ignore[index]
+            if plan is not None:
+                offset, nbytes = launch.download
+                if nbytes:
+                    returned = self._copy_out(
+                        staging.pinned.ptr + offset,  # type: ignore[union-attr]
+                        staging.block.ptr + offset,  # type: ignore[union-attr]
+                        nbytes,
+                        stream,
+                    )
+                    if returned[0]:
+                        self._raise_for(returned, "cuMemcpyDtoHAsync")
+        except BaseException as exc:
+            self._sync_after_failure(stream)
+            work.keep = False
+            work.complete(exc)
+            raise
+        self._watcher.add(lane, work)
+        if plan is not None:
+            self._counters.bytes_uploaded += launch.upload[1]
+
+    def _stage(self, launch: BoundLaunch, inputs: Mapping[str, Any]) -> Staging:
+        """A staging pair holding this dispatch's host inputs (copied on the loop)."""
+        staging = self._take_staging(launch)
+        try:
+            typed = staging.typed
+            for name in launch.host_inputs:
+                np.copyto(typed[name], inputs[name])
+        except BaseException:
+            self._give_back_staging(launch, staging)
+            raise
+        return staging
+
+    async def _stage_in_thread(self, launch: BoundLaunch, inputs: Mapping[str, Any]) -> Staging:
+        """A staging pair for large host inputs, copied in a worker thread (the loop
+        stays free; np.copyto drops the GIL)."""
+        staging = self._take_staging(launch)
+        typed = staging.typed
+        pairs = [(typed[name], inputs[name]) for name in launch.host_inputs]
+
+        def copy() -> None:
+            for target, source in pairs:
+                np.copyto(target, source)
+
+        try:
+            # Not abandoned on cancellation: the wait returns once the copy has ended.
+            await anyio.to_thread.run_sync(copy, limiter=self._copy_limiter)
+        except BaseException:
+            self._give_back_staging(launch, staging)
+            raise
+        return staging
+
+    def _take_staging(self, launch: BoundLaunch) -> Staging:
+        if launch.spares:
+            return launch.spares.pop()
+        plan = launch.plan
+        assert plan is not None
+        pinned = self._pinned.acquire(plan.total)
+        try:
+            block = self._memory.acquire(plan.total)
+        except BaseException:
+            self._pinned.release(pinned)
+            raise
+        return Staging(pinned, block, plan)
+
+    def _give_back_staging(self, launch: BoundLaunch, staging: Staging) -> None:
+        if (
+            launch.keeps_spares
+            and len(launch.spares) < SPARE_STAGING
+            and staging.pinned.capacity <= SPARE_STAGING_MAX_BYTES
+            and self._state is _OPEN
+        ):
+            launch.spares.append(staging)
+            return
+        self._free_staging(staging)
+
+    def _free_staging(self, staging: Staging) -> None:
+        if self._device is None or self._device.lost:
+            return
+        self._pinned.release(staging.pinned)
+        self._memory.release(staging.block)
+
+    def _free_spares(self, launch: BoundLaunch) -> None:
+        while launch.spares:
+            self._free_staging(launch.spares.pop())
+
+    def _copy_out_outputs(self, work: _Work) -> Any:
+        if isinstance(work, _DispatchWork):
+            launch = work.launch
+            if launch is None or work.host is None:
+                return {}
+            return launch.take_outputs(work.host)
+        assert isinstance(work, _SequenceWork)
+        return work.plan.copy_out(work.host.array) if work.host is not None else []
+
+    def submit(
+        self,
+        kernel: Kernel,
+        inputs: Mapping[str, np.ndarray | ResidentBuffer],
+        *,
+        config: DispatchConfig | None = None,
+        **scalars: Any,
+    ) -> PendingDispatch[Outputs]:
+        """Validate and enqueue one kernel dispatch; return a pending dispatch at once.
+
+        Host arrays up to 1 MiB in all are copied before this returns; larger ones
+        are copied in a worker thread right after (the loop stays free), so leave
+        them unchanged until the dispatch is done. A kernel not loaded yet is loaded
+        first, in a worker thread, and the dispatch enqueued then.
+
+        Raises:
+            ValidationError: Bad inputs (nothing was enqueued).
+            LifecycleError: The backend is not open, or a buffer was freed.
+        """
+        start = time.perf_counter_ns()
+        self._check_open()
+        config = config or DispatchConfig()
+        try:
+            launch: BoundLaunch | None = self._launches[(kernel, *inputs.items())]
+        except (KeyError, TypeError, AttributeError):  # new, host arrays, or bad inputs
+            if not isinstance(kernel, Kernel):
+                raise TypeError(
+                    f"kernel must be a vyre_async Kernel, got {type(kernel).__name__}"
+                ) from None
+            if not isinstance(inputs, Mapping):
+                raise TypeError(f"inputs must be a mapping, got {type(inputs).__name__}") from None
+            key = launch_key(kernel, inputs)
+            launch = self._launches.get(key)
+            if launch is None:
+                call = self._bind(kernel, inputs, scalars)
+                loaded = self._kernels.get(kernel)
+                if loaded is not None:
+                    launch = self._new_launch(call, loaded, scalars)
+                    self._remember(key, launch)
+        if launch is None:
+            work = self._submit_later(kernel, dict(inputs), scalars, config)
+        else:
+            if scalars != launch.raw_scalars or [*map(type, scalars.values())] != launch.raw_types:
+                launch.set_scalars(scalars)
+            registry = self._registry
+            if launch.generation != registry.generation:
+                launch.refresh(registry)
+            work = _DispatchWork(self, launch)
+            work.keep = bool(launch.outputs)
+            records = launch.records
+            waits = registry.claim(records, work) if records else _NO_WAITS
+            work.records = records
+            large = launch.plan is not None and launch.plan.total > _INLINE_COPY_BYTES
+            if large or any(w.fence is None and not w._done for w in waits):
+                self._task_group_or_raise().start_soon(
+                    self._enqueue_later, launch, work, dict(inputs), waits, config
+                )
+            else:
+                self._enqueue_dispatch(
+                    launch, work, inputs, waits, config.fixpoint_iterations, config.timing, None
+                )
+                self._watcher.kick()
+            self._counters.dispatches += 1
+            self._counters.kernel_launches += launch.launches * config.fixpoint_iterations
+        if tracing_enabled():
+            self._log.debug("dispatch submitted", kernel=kernel.name)
+        return self._pending(work, config, config.label or kernel.name, start)
+
+    def _submit_later(
+        self,
+        kernel: Kernel,
+        inputs: dict[str, Any],
+        scalars: dict[str, Any],
+        config: DispatchConfig,
+    ) -> _Work:
+        """A submission whose kernel must load first: bound, then enqueued from a task."""
+        placeholder = _DispatchWork(self, None)
+
+        async def later() -> None:
+            try:
+                launch = await self._bound_launch(kernel, inputs, scalars)
+            except BaseException as exc:
+                placeholder.complete(exc)
+                raise
+            placeholder.launch = launch
+            placeholder.keep = bool(launch.outputs)
+            records = launch.records
+            waits = self._registry.claim(records, placeholder) if records else _NO_WAITS
+            placeholder.records = records
+            self._counters.dispatches += 1
+            self._counters.kernel_launches += launch.launches * config.fixpoint_iterations
+            await self._enqueue_later(launch, placeholder, inputs, waits, config)
+
+        self._task_group_or_raise().start_soon(self._guarded, later, placeholder)
+        return placeholder
+
+    async def _guarded(self, fn: Callable[[], Coroutine[Any, Any, None]], work: _Work) -> None:
+        """Run a later enqueue; its failure belongs to the work's awaiter, not the group."""
+        try:
+            await fn()
         except VyreError as exc:
-            release()
-            completion.complete(exc)
+            work.complete(exc)
         except Exception as exc:
-            release()
             self._log.exception("enqueue failed")
-            completion.complete(
+            work.complete(
                 DispatchError(f"enqueueing failed: {exc!r}", fix="report this bug with the log.")
             )
         except BaseException:
-            release()
-            completion.complete(
+            work.complete(
                 DispatchError(
                     "the backend closed before this work was enqueued",
                     fix="await pending dispatches before closing the backend.",
@@ -537,6 +955,71 @@ class CudaBackend(BackendCore[DeviceAllocation]):
             )
             raise
 
+    async def _enqueue_later(
+        self,
+        launch: BoundLaunch,
+        work: _DispatchWork,
+        inputs: dict[str, Any],
+        waits: list[Completion],
+        config: DispatchConfig,
+    ) -> None:
+        async def later() -> None:
+            staging = None
+            if launch.plan is not None and launch.plan.total > _INLINE_COPY_BYTES:
+                staging = await self._stage_in_thread(launch, inputs)
+            if waits:
+                await self._await_unrecorded(work, waits, staging)
+            self._check_healthy()
+            self._enqueue_dispatch(
+                launch, work, inputs, waits, config.fixpoint_iterations, config.timing, staging
+            )
+            self._watcher.kick()  # awaiters sleep on the work: someone must poll it
+
+        if work._done:
+            return
+        await self._guarded(later, work)
+
+    def _task_group_or_raise(self) -> anyio.abc.TaskGroup:
+        return self._check_open()
+
+    def _pending(
+        self, work: _Work, config: DispatchConfig, label: str, start: int
+    ) -> PendingDispatch[Any]:
+        """Wrap submitted work in a pending dispatch that collects its outputs."""
+        enqueue_ns = time.perf_counter_ns() - start
+        self._counters.enqueue_ns_total += enqueue_ns
+        self._uncollected.add(work)
+
+        def collect() -> Any:
+            self._uncollected.discard(work)
+            if work.outputs is not None:  # copied out when the backend closed
+                return work.outputs
+            outputs = self._copy_out_outputs(work)
+            if isinstance(work, _DispatchWork):
+                if work.launch is not None:
+                    self._counters.bytes_downloaded += work.launch.download[1]
+            else:
+                assert isinstance(work, _SequenceWork)
+                self._counters.bytes_downloaded += work.plan.bytes_read
+            work.drop()
+            return outputs
+
+        def discard() -> None:
+            self._uncollected.discard(work)
+            work.drop()
+
+        return PendingDispatch(
+            work,
+            collect,
+            discard=discard,
+            label=label,
+            submitted_ns=start,
+            enqueue_ns=enqueue_ns,
+            timeout=config.timeout,
+            observe=self._observe,
+        )
+
+    # ----------------------------------------------------------------- sequences
     def _plan_of(self, prepared: PreparedSequence) -> SequencePlan:
         plan = prepared._backend_plan
         if not isinstance(plan, SequencePlan):
@@ -559,6 +1042,16 @@ class CudaBackend(BackendCore[DeviceAllocation]):
             )
         return loaded
 
+    def _launch_steps(self, steps: list[Any], loaded: dict[int, LoadedKernel], stream: Any) -> None:
+        """Enqueue steps once each: their output clears, then their launches."""
+        device = self._cuda()
+        driver = device.driver
+        for c, ptrs, clears in steps:
+            for ptr, size in clears:
+                if size:
+                    device.call(driver.cuMemsetD8Async, ptr, 0, size, stream)
+            loaded[id(c.kernel)].launch_step(c, ptrs, stream)
+
     def _enqueue_steps(
         self,
         stream: Any,
@@ -566,19 +1059,12 @@ class CudaBackend(BackendCore[DeviceAllocation]):
         loaded: dict[int, LoadedKernel],
         prefix: list[BoundCall[ResidentBuffer]],
         repeat_count: int,
-        waits: list[Completion],
         timing: tuple[Any, Any] | None,
     ) -> None:
-        """Enqueue a planned sequence's waits, start timing event, prefix, body (one
-        graph launch when captured) and end timing event on ``stream``.
-
-        The device is busy from the body on, so what a submission can do later (its
-        read block, its completion event) it does after this returns.
-        """
+        """Enqueue a planned sequence's start timing event, prefix, body (one graph
+        launch when captured) and end timing event on ``stream``."""
         device = self._cuda()
         driver = device.driver
-        if waits:
-            self._wait_for(stream, waits)
         if timing is not None:
             device.call(driver.cuEventRecord, timing[0], stream)
         step_plans, pointer_of = self._step_plans, self._pointer_of
@@ -608,44 +1094,120 @@ class CudaBackend(BackendCore[DeviceAllocation]):
             if nbytes:
                 device.call(copy, pinned.ptr + at, source, nbytes, stream)
 
-    def _enqueue_sequence(
+    async def _start_sequence(
         self,
-        task_group: anyio.abc.TaskGroup,
         prepared: PreparedSequence,
         prefix: list[BoundCall[ResidentBuffer]],
         repeat_count: int,
-        config: DispatchConfig,
-        completion: Completion,
-        waits: list[Completion],
-    ) -> Enqueued:
+        timing: bool,
+    ) -> _SequenceWork:
+        """Claim a prepared sequence's buffers and enqueue one run of it."""
+        self._check_open()
+        check_repeat_count(repeat_count)
         plan = self._plan_of(prepared)
-        pinned = self._read_block(plan.read_bytes) if plan.read_bytes else None
+        loaded = plan.loaded
+        if loaded is None:
+            await self.load_kernels(*plan.kernels)
+            loaded = self._loaded_kernels(plan)
+        work = _SequenceWork(self, plan)
+        records = self._resolved(prepared)
+        waits = self._registry.claim(records, work)
+        work.records = records
+        if waits:
+            await self._await_unrecorded(work, waits, None)
+        self._enqueue_sequence(plan, loaded, work, prefix, repeat_count, waits, timing)
+        return work
 
-        def enqueue() -> None:
-            loaded = self._loaded_kernels(plan)  # _start loaded them
-            timing = self._events.acquire_timing_pair() if config.timing else None
-            key, stream = self._stream()
-            try:
-                self._enqueue_steps(stream, plan, loaded, prefix, repeat_count, waits, timing)
-                self._enqueue_reads(stream, plan, pinned)
-                self._finish_on(key, stream, completion, lambda: None, timing)
-            except BaseException:
-                self._sync_after_failure(stream)
-                if timing is not None:
-                    self._events.release_timing_pair(timing)
-                raise
+    def _resolved(self, prepared: PreparedSequence) -> list[Any]:
+        """A prepared sequence's buffer records, resolved again only after a buffer
+        left the registry."""
+        registry = self._registry
+        cached = prepared._reservation
+        if cached is None or cached[0] != registry.generation:
+            cached = prepared._reservation = (registry.generation, registry.resolve(prepared._uses))
+        records: list[Any] = cached[1]
+        return records
 
-        release_pinned = self._once(self._release_read_block, pinned)
+    def _enqueue_sequence(
+        self,
+        plan: SequencePlan,
+        loaded: dict[int, LoadedKernel],
+        work: _SequenceWork,
+        prefix: list[BoundCall[ResidentBuffer]],
+        repeat_count: int,
+        waits: list[Completion],
+        timing: bool,
+    ) -> None:
+        device = self._cuda()
+        device.make_current()
+        lane = self._lane_after(waits) if waits else self._next_lane()
+        stream = lane.stream
+        try:
+            self._watcher.check_accepting()
+            if waits:
+                self._wait_for(lane, waits)
+            if timing:
+                work.timing = self._take_timing()
+            self._enqueue_steps(stream, plan, loaded, prefix, repeat_count, work.timing)
+            if plan.read_bytes:
+                work.host = self._read_block(plan.read_bytes)
+                work.keep = True
+                self._enqueue_reads(stream, plan, work.host)
+        except BaseException as exc:
+            self._sync_after_failure(stream)
+            work.keep = False
+            work.complete(exc)
+            raise
+        self._watcher.add(lane, work)
+        counters = self._counters
+        launches = plan.launches(prefix, repeat_count)
+        counters.dispatches += 1
+        counters.kernel_launches += launches
+        if tracing_enabled():
+            self._log.debug("sequence enqueued", launches=launches, reads=len(plan.reads))
 
-        def take() -> list[np.ndarray]:
-            staged = pinned.array if pinned is not None else np.empty(0, np.uint8)
-            self._counters.bytes_downloaded += plan.bytes_read
-            return plan.copy_out(staged)
+    def _submit_bound(
+        self,
+        prepared: PreparedSequence,
+        prefix: list[BoundCall[ResidentBuffer]],
+        repeat_count: int,
+        config: DispatchConfig | None,
+        start: int,
+    ) -> PendingDispatch[list[np.ndarray]]:
+        """``PreparedSequence.submit``: enqueue now, or from a task when a kernel must
+        load or earlier work is not enqueued yet."""
+        self._check_open()
+        check_repeat_count(repeat_count)
+        config = config or DispatchConfig()
+        plan = self._plan_of(prepared)
+        loaded = plan.loaded
+        work = _SequenceWork(self, plan)
+        records = self._resolved(prepared)
+        waits = self._registry.claim(records, work)
+        work.records = records
+        if loaded is None or any(w.fence is None and not w._done for w in waits):
 
-        staged = _StagedOutputs(self._uncollected, take, release_pinned)
-        self._start(task_group, plan.kernels, enqueue, completion, waits, staged.discard)
+            async def later() -> None:
+                nonlocal loaded
+                if loaded is None:
+                    await self.load_kernels(*plan.kernels)
+                    loaded = self._loaded_kernels(plan)
+                if waits:
+                    await self._await_unrecorded(work, waits, None)
+                self._check_healthy()
+                self._enqueue_sequence(
+                    plan, loaded, work, prefix, repeat_count, waits, config.timing
+                )
+                self._watcher.kick()
 
-        return staged.collect, staged.discard
+            self._task_group_or_raise().start_soon(self._guarded, later, work)
+        else:
+            self._enqueue_sequence(plan, loaded, work, prefix, repeat_count, waits, config.timing)
+            self._watcher.kick()
+        repeated = len(prepared._repeated)
+        label = config.label or f"sequence of {len(prefix)}+{repeated}x{repeat_count} steps"
+        pending: PendingDispatch[list[np.ndarray]] = self._pending(work, config, label, start)
+        return pending
 
     async def _run_bound(
         self,
@@ -654,95 +1216,32 @@ class CudaBackend(BackendCore[DeviceAllocation]):
         repeat_count: int,
         start: int,
     ) -> SequenceResult:
-        """``prepared.run``: enqueue, then wait through ``watch_and_wait``; no pending
-        dispatch, no staged outputs (the waiting task copies its reads out itself).
-        """
-        self._check_open()
-        check_repeat_count(repeat_count)
-        plan = self._plan_of(prepared)
-        loaded = plan.loaded
-        if loaded is None:
-            await self.prepare(*plan.kernels)
-            loaded = self._loaded_kernels(plan)
-        completion = self._new_completion()
-        try:
-            waits = self._reserve_prepared(prepared, completion)
-            for earlier in waits:  # enqueued from a task and not yet: no event to wait on
-                if not earlier.done and id(earlier) not in self._recorded:
-                    await _quietly(earlier)
-                    self._check_healthy()
-        except BaseException as exc:
-            completion.complete(exc)
-            raise
-        kit = self._run_events.pop() if self._run_events else self._new_run_events()
-        timing, event = kit[:2], kit[2]
-        key, stream = self._stream()
-        pinned = None
-        try:
-            self._enqueue_steps(stream, plan, loaded, prefix, repeat_count, waits, timing)
-            pinned = self._read_block(plan.read_bytes) if plan.read_bytes else None
-            self._enqueue_reads(stream, plan, pinned)
-            self._watcher.check_accepting()
-            device = self._cuda()
-            device.call(device.driver.cuEventRecord, event, stream)
-        except BaseException as exc:
-            self._sync_after_failure(stream)
-            self._release_run_events(kit)
-            if pinned is not None:
-                self._release_read_block(pinned)
-            completion.complete(exc)
-            raise
-        recorded = self._recorded
-        recorded[id(completion)] = event
-        counters = self._counters
-        launches = plan.launches(prefix, repeat_count)
-        counters.dispatches += 1
-        counters.kernel_launches += launches
-        if tracing_enabled():
-            self._log.debug("sequence run", launches=launches)
+        """``prepared.run``: enqueue, then wait as a poller; no pending dispatch."""
+        work = await self._start_sequence(prepared, prefix, repeat_count, True)
         enqueued = time.perf_counter_ns()
-        counters.enqueue_ns_total += enqueued - start
-
-        def done() -> None:
-            recorded.pop(id(completion), None)
-            self._release_run_events(kit)
-
-        try:
-            await self._watcher.watch_and_wait(key, event, completion, done, timing=timing)
-        except BaseException:
-            if pinned is not None:  # now, or once the device is done with it
-                completion.add_done_callback(functools.partial(self._release_read_block, pinned))
-            raise
-        if pinned is not None:
+        if not work._done:
             try:
-                outputs = plan.copy_out(pinned.array)
-            finally:
-                self._release_read_block(pinned)
-        else:
-            outputs = []
-        device_ns = completion.device_ns or 0
+                await self._watcher.follow(work)
+            except BaseException:
+                work.drop()
+                raise
+        if work._error is not None:
+            work.drop()
+            raise work._error
+        plan = work.plan
+        block = work.host
+        outputs = plan.copy_out(block.array) if block is not None else []
+        work.drop()
+        device_ns = work.device_ns or 0
         end = time.perf_counter_ns()
+        counters = self._counters
         counters.sync_points += 1
         counters.bytes_downloaded += plan.bytes_read
+        counters.enqueue_ns_total += enqueued - start
         counters.wall_ns_total += end - start
         counters.wait_ns_total += end - enqueued
         counters.device_ns_total += device_ns
         return SequenceResult(outputs, device_ns)
-
-    def _new_run_events(self) -> tuple[Any, Any, Any]:
-        start, end = self._events.acquire_timing_pair()
-        try:
-            return start, end, self._events.acquire()
-        except BaseException:
-            self._events.release_timing_pair((start, end))
-            raise
-
-    def _release_run_events(self, kit: tuple[Any, Any, Any]) -> None:
-        if len(self._run_events) < RUN_EVENT_SETS:
-            self._run_events.append(kit)
-        else:
-            self._events.release_timing_pair(kit[:2])
-            self._events.release(kit[2])
 
     def _read_block(self, nbytes: int) -> PinnedBuffer:
         """Page-locked memory for a sequence's reads; small ones from a free list.
@@ -756,6 +1255,8 @@ class CudaBackend(BackendCore[DeviceAllocation]):
         return self._pinned.acquire(max(nbytes, SMALL_READ_BYTES))
 
     def _release_read_block(self, block: PinnedBuffer) -> None:
+        if self._device is None or self._device.lost:
+            return
         if block.capacity == _SMALL_READ_CAPACITY and len(self._small_reads) < SMALL_READS_KEPT:
             self._small_reads.append(block)
         else:
@@ -778,16 +1279,20 @@ class CudaBackend(BackendCore[DeviceAllocation]):
         into the caller's memory, which must not change after the call returns.
         """
         completion = Completion()
-        key, stream = self._stream()
+        completion.add_done_callback(on_done)
+        lane = self._next_lane()
+        stream = lane.stream
         try:
+            self._watcher.check_accepting()
+            self._cuda().make_current()
             enqueue(stream)
-            self._finish_on(key, stream, completion, on_done)
         except BaseException:
             self._sync_after_failure(stream)
             on_done()
             if on_abandon is not None:
                 on_abandon()
             raise
+        self._watcher.add(lane, completion)
         try:
             await completion.wait()
         except BaseException:
@@ -904,16 +1409,6 @@ class CudaBackend(BackendCore[DeviceAllocation]):
     def _pointer_of(self, buffer: ResidentBuffer) -> int:
         return int(self._registry.storage(buffer).ptr)
 
-    def _launch_steps(self, steps: list[Any], loaded: dict[int, LoadedKernel], stream: Any) -> None:
-        """Enqueue steps once each: their output clears, then their launches."""
-        device = self._cuda()
-        driver = device.driver
-        for c, ptrs, clears in steps:
-            for ptr, size in clears:
-                if size:
-                    device.call(driver.cuMemsetD8Async, ptr, 0, size, stream)
-            loaded[id(c.kernel)].launch_step(c, ptrs, stream)
-
     async def _write_page_locked(
         self, storage: DeviceAllocation, byte_offset: int, data: np.ndarray
     ) -> None:
@@ -960,7 +1455,7 @@ class CudaBackend(BackendCore[DeviceAllocation]):
                         stream,
                     )
 
-        release_pinned = self._once(self._pinned.release, pinned)
+        release_pinned = _once(self._pinned.release, pinned)
         # settle: the caller's hold on the buffers ends when this returns.
         await self._stream_op(enqueue, lambda: None, on_abandon=release_pinned, settle=True)
         arrays = [
@@ -1113,9 +1608,12 @@ class CudaBackend(BackendCore[DeviceAllocation]):
         pieces = plan_read_pieces(sizes, offsets[:-1])
         landed = [Completion() for _ in pieces]
         pinned = self._pinned.acquire(offsets[-1])
-        release_pinned = self._once(self._pinned.release, pinned)
-        key, stream = self._stream()
+        release_pinned = _once(self._pinned.release, pinned)
+        lane = self._next_lane()
+        stream = lane.stream
+        watcher = self._watcher
         try:
+            watcher.check_accepting()
             for piece, completion in zip(pieces, landed, strict=True):
                 storage, buffer, offset, _ = plans[piece.range_index]
                 device.call(
@@ -1125,7 +1623,8 @@ class CudaBackend(BackendCore[DeviceAllocation]):
                     piece.nbytes,
                     stream,
                 )
-                self._finish_on(key, stream, completion, lambda: None)
+                watcher.add(lane, completion)
+                watcher.seal(completion.fence)  # each piece its own event: copied out as it lands
         except BaseException:
             self._sync_after_failure(stream)
             release_pinned()
@@ -1182,3 +1681,16 @@ class CudaBackend(BackendCore[DeviceAllocation]):
 
 def _keep_alive(*_: object) -> None:
     """A completion callback whose only job is to hold its arguments until it runs."""
+
+
+def _once(release: Callable[[Any], None], item: Any) -> Callable[[], None]:
+    """``release(item)`` at most once, whichever path (collect, drop, failure) comes first."""
+    done = item is None
+
+    def run() -> None:
+        nonlocal done
+        if not done:
+            done = True
+            release(item)
+
+    return run

@@ -55,14 +55,16 @@ class LoadedKernel:
         self.function = device.call(
             driver.cuModuleGetFunction, self.module, compiled.entry.encode()
         )
-        self._slots, self._pointers = self._new_block()
+        self._slots, self._pointers = self.new_block()
         self._address = ctypes.addressof(self._pointers)
         self._shared_optin = 0
         self._checked: set[LaunchShape] = set()
         # id(call) -> (call, its slots, its pointer array, the array's address).
         self._steps: dict[int, tuple[BoundCall[Any], list[Any], Any, int]] = {}
 
-    def _new_block(self) -> tuple[list[Any], Any]:
+    def new_block(self) -> tuple[list[Any], Any]:
+        """A new argument block: one ctypes slot per parameter, and the array of
+        their addresses the driver reads (``kernelParams``)."""
         slots: list[Any] = []
         for p in self.kernel.params:
             if isinstance(p, BufferParam):
@@ -174,7 +176,7 @@ class LoadedKernel:
             return
         entry = self._steps.get(id(call))
         if entry is None or entry[0] is not call:
-            slots, block = self._new_block()
+            slots, block = self.new_block()
             self._fill(slots, pointers, call.scalars)
             if len(self._steps) >= STEP_BLOCKS:
                 self._steps.clear()

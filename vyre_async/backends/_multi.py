@@ -113,6 +113,10 @@ class MultiDeviceBackend:
         """Refused: see :attr:`devices`."""
         self._one_device("dispatch")
 
+    async def prepare(self, *args: Any, **kwargs: Any) -> NoReturn:
+        """Refused: a prepared dispatch runs on one device."""
+        self._one_device("prepare")
+
     def submit_sequence(self, *args: Any, **kwargs: Any) -> NoReturn:
         """Refused: see :attr:`devices`."""
         self._one_device("submit_sequence")

@@ -9,8 +9,8 @@ reserves the buffers and enqueues. Prefix scalars (a traversal's source) may cha
 per submission; their bindings are kept per value.
 
 :meth:`PreparedSequence.run` submits and waits in one step, for a caller that awaits
-its work at once: no pending dispatch is made, and the CUDA backend lets the waiting
-task poll the work's end itself (``CompletionWatcher.watch_and_wait``).
+its work at once: no pending dispatch is made, and on the CUDA backend the waiting
+task polls the work's end itself (``CompletionWatcher.follow``).
 """
 
 from __future__ import annotations

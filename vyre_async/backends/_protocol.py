@@ -6,7 +6,7 @@ alone, so it runs unchanged on either backend.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
@@ -17,6 +17,7 @@ from ..telemetry import Activity, TelemetrySnapshot
 from ._config import DispatchConfig
 from ._core import BackendState
 from ._prepared import PreparedSequence
+from ._prepared_dispatch import PreparedDispatch
 from ._resident import ResidentBuffer
 from ._sequence import ReadRange, SequenceStep
 
@@ -57,15 +58,26 @@ class Backend(Protocol):
         """Validate and enqueue a dispatch; return a pending handle at once."""
         ...
 
-    async def dispatch(
+    def dispatch(
         self,
         kernel: Kernel,
         inputs: Mapping[str, np.ndarray | ResidentBuffer],
         *,
         config: DispatchConfig | None = None,
         **scalars: Any,
-    ) -> dict[str, np.ndarray]:
-        """Submit and await a dispatch; return its host outputs."""
+    ) -> Coroutine[Any, Any, dict[str, np.ndarray]]:
+        """Run a dispatch; ``await`` it for its host outputs (no pending handle made)."""
+        ...
+
+    async def prepare(
+        self,
+        kernel: Kernel,
+        inputs: Mapping[str, np.ndarray | ResidentBuffer],
+        *,
+        config: DispatchConfig | None = None,
+        **scalars: Any,
+    ) -> PreparedDispatch:
+        """Bind and check a dispatch once; ``await prepared(**scalars)`` runs it."""
         ...
 
     def submit_sequence(

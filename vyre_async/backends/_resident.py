@@ -17,7 +17,7 @@ from typing import Generic, TypeVar
 import numpy as np
 
 from ..errors import LifecycleError, ValidationError
-from ..streams._pending import Completion
+from ..streams._completion import Completion
 
 S = TypeVar("S")
 
@@ -169,32 +169,54 @@ class ResidentRegistry(Generic[S]):
         resolving them once (owner, liveness) and again only after a buffer left
         saves a lookup and check per buffer per submission.
         """
-        waits: dict[int, Completion] = {}
+        waits = self.claim(records, completion)
+        completion.add_done_callback(lambda: self.unclaim(records, completion))
+        return waits
+
+    def claim(
+        self, records: list[tuple[_Record[S], bool]], completion: Completion
+    ) -> list[Completion]:
+        """Mark the records' buffers in use by ``completion`` (:meth:`reserve_resolved`
+        without registering the release): the caller runs :meth:`unclaim` with the
+        same arguments once the work has finished. The dispatch path does so from its
+        completion's release hook, which saves making a closure per dispatch.
+
+        Returns:
+            The unfinished earlier work the new work must start after.
+        """
+        waits: list[Completion] = []
         for record, writes in records:
-            if record.last_write is not None and not record.last_write.done:
-                waits[id(record.last_write)] = record.last_write
-            for copy in record.copies_in:
-                waits[id(copy)] = copy
+            last = record.last_write
+            if last is not None and not last._done:
+                waits.append(last)
+            if record.copies_in:
+                waits += record.copies_in
             if writes:
-                for reader in record.reads:
-                    if not reader.done:
-                        waits[id(reader)] = reader
-                record.last_write, record.reads = completion, []
+                reads = record.reads
+                if reads:
+                    waits += [reader for reader in reads if not reader._done]
+                    record.reads = []
+                record.last_write = completion
             else:
-                record.reads = [r for r in record.reads if not r.done]
-                record.reads.append(completion)
+                reads = record.reads
+                if reads and reads[0]._done:
+                    record.reads = reads = [r for r in reads if not r._done]
+                reads.append(completion)
             record.in_flight += 1
+        if len(waits) > 1:
+            waits = list({id(w): w for w in waits}.values())
+        return waits
 
-        def release() -> None:
-            for record, writes in records:
-                record.in_flight -= 1
-                if record.last_write is completion:
-                    record.last_write = None
-                elif not writes and completion in record.reads:
-                    record.reads.remove(completion)
-
-        completion.add_done_callback(release)
-        return list(waits.values())
+    def unclaim(self, records: list[tuple[_Record[S], bool]], completion: Completion) -> None:
+        """Undo :meth:`claim` for finished work."""
+        for record, writes in records:
+            record.in_flight -= 1
+            if record.last_write is completion:
+                record.last_write = None
+            elif not writes:
+                reads = record.reads
+                if completion in reads:
+                    reads.remove(completion)
 
     def hold_copy_in(self, buffer: ResidentBuffer, completion: Completion) -> None:
         """Mark a host write into ``buffer`` in flight until ``completion``.

@@ -202,7 +202,7 @@ class Kernel:
         return BoundCall(
             kernel=self,
             buffers=dict(buffers),
-            scalars=self._bind_scalars(scalars, sizes),
+            scalars=self.bind_scalars(scalars, sizes),
             sizes=sizes,
             lengths=lengths,
             launch=self.launch(sizes),
@@ -225,9 +225,22 @@ class Kernel:
                 fix=f"convert it first: {p.name}.astype(np.{p.dtype}).",
             )
 
-    def _bind_scalars(
+    def bind_scalars(
         self, scalars: Mapping[str, object], sizes: Mapping[str, int]
     ) -> dict[str, np.generic]:
+        """Validate and coerce scalar values for a call whose buffers bound ``sizes``.
+
+        Args:
+            scalars: Parameter name -> value, as passed to ``dispatch``.
+            sizes: The value of each size symbol (``BoundCall.sizes``).
+
+        Returns:
+            Every scalar parameter's value, coerced to its dtype, in signature order.
+
+        Raises:
+            ValidationError: An unknown name, a missing value, or a value that does
+                not fit the parameter's dtype.
+        """
         known = self._scalar_names
         for name in scalars:
             if name not in known:

@@ -9,6 +9,7 @@ without a GPU.
 from ._backoff import Backoff as Backoff
 from ._bucket_pool import MemoryPoolStats as MemoryPoolStats
 from ._bucket_pool import bucket_capacity as bucket_capacity
+from ._completion import Completion as Completion
 from ._device import CudaDevice as CudaDevice
 from ._device import DeviceHealth as DeviceHealth
 from ._device import DeviceInfo as DeviceInfo
@@ -23,7 +24,6 @@ from ._memory import DeviceAllocation as DeviceAllocation
 from ._memory import DeviceMemoryPool as DeviceMemoryPool
 from ._memory import PinnedBuffer as PinnedBuffer
 from ._memory import PinnedHostPool as PinnedHostPool
-from ._pending import Completion as Completion
 from ._pending import DispatchTiming as DispatchTiming
 from ._pending import PendingDispatch as PendingDispatch
 from ._pending import TimedResult as TimedResult

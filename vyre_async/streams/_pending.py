@@ -1,13 +1,10 @@
-"""Completions and pending dispatches: the awaitable side of submitted work.
+"""Pending dispatches: the awaitable side of work submitted with ``backend.submit``.
 
-A :class:`Completion` is set once, on the event-loop thread, by whoever observes the
-work finish (the CUDA completion watcher, or the CPU backend's worker task). Its
-callbacks run before any waiter wakes, so memory the work used is back in its pool
-by the time the awaiting task resumes, and never before the work has finished.
-
-A :class:`PendingDispatch` wraps a completion with the copy-out step and timing.
-Cancelling an ``await`` only stops that waiter; the completion and its callbacks are
-untouched, so cancellation can never hand memory back early.
+A :class:`PendingDispatch` wraps a :class:`~._completion.Completion` with the
+copy-out step and timing. Cancelling an ``await`` only stops that waiter; the
+completion and its release are untouched, so cancellation can never hand memory back
+early. ``await backend.dispatch(...)`` makes none of this: it waits on the
+completion itself.
 """
 
 from __future__ import annotations
@@ -17,70 +14,12 @@ from collections.abc import Callable, Generator
 from typing import Any, Generic, TypeVar
 
 import anyio
-import anyio.lowlevel
 import msgspec
 
 from ..errors import DispatchError
+from ._completion import Completion
 
 T = TypeVar("T")
-
-
-class Completion:
-    """The moment some submitted work finished, successfully or not."""
-
-    __slots__ = ("_callbacks", "_done", "_error", "_event", "device_ns")
-
-    def __init__(self) -> None:
-        # Made by the first waiter: most work is awaited once, some never, and an
-        # anyio.Event costs about 2 us to make (a backend lookup), paid per submit.
-        self._event: anyio.Event | None = None
-        self._done = False
-        self._error: BaseException | None = None
-        self._callbacks: list[Callable[[], None]] = []
-        #: Device time of the work in nanoseconds, when it was measured.
-        self.device_ns: int | None = None
-
-    @property
-    def done(self) -> bool:
-        """Whether the work has finished (the callbacks have run)."""
-        return self._done
-
-    @property
-    def error(self) -> BaseException | None:
-        """The failure, when the work failed."""
-        return self._error
-
-    def add_done_callback(self, callback: Callable[[], None]) -> None:
-        """Run ``callback`` once the work finished (at once if it already has)."""
-        if self._done:
-            callback()
-        else:
-            self._callbacks.append(callback)
-
-    def complete(self, error: BaseException | None = None) -> None:
-        """Mark the work finished, run callbacks, then wake the waiters. Idempotent."""
-        if self._done:
-            return
-        self._done = True
-        self._error = error
-        callbacks, self._callbacks = self._callbacks, []
-        try:
-            for callback in callbacks:
-                callback()
-        finally:
-            if self._event is not None:
-                self._event.set()
-
-    async def wait(self) -> None:
-        """Wait for the work; re-raise its failure."""
-        if self._done:
-            await anyio.lowlevel.checkpoint()
-        else:
-            if self._event is None:
-                self._event = anyio.Event()
-            await self._event.wait()
-        if self._error is not None:
-            raise self._error
 
 
 class DispatchTiming(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

@@ -1,41 +1,41 @@
 """The completion watcher: turns recorded CUDA events into finished completions.
 
-One watcher per backend runs as a task in the backend's task group. Work is
-registered with :meth:`CompletionWatcher.watch` in submission order per stream.
-Because a stream runs its work in order, only the oldest event of each busy stream
-is queried: when it is done, the next one is queried at once; while it is not, the
-later ones cannot be either.
+Work is added to a stream's :class:`~._fence.Lane` (see :mod:`._fence`): it joins
+the lane's open fence, which is sealed (its event recorded) when someone needs to
+observe it. One *poller* at a time queries the oldest sealed fence of every busy
+lane and finishes the completions of each fence that is done, in stream order.
 
-Waiting costs little: with nothing in flight the watcher sleeps on an event until
-work is registered. With work in flight it spins on checkpoints for a short budget
-after each registration or completion (short kernels finish within microseconds),
-then sleeps in steps growing from ``min_sleep_s`` to ``max_sleep_s``, so a long
-kernel keeps no core busy. Registering new work wakes it at once.
+Who polls:
 
-While little is in flight (at most :data:`PRECISE_NAP_MAX_IN_FLIGHT` pieces), the
-backend's watcher spins longer, :data:`FEW_IN_FLIGHT_SPIN_S`: a resident traversal
-or a one-at-a-time dispatch loop then learns of its completion within microseconds
-instead of a nap later (on an H100, the short budget noticed a 1 ms traversal about
-110 µs later than spinning did). The cost is bounded: at most that budget of polling
-per completion, about 1 % of a core while a 200 ms kernel runs (bench/dispatch.py
-(f) went from 4.9 % to 6.2 %). CUDA's own default for a synchronizing host thread
-spins for the whole wait.
+- **The task that awaits.** A task waiting for its work becomes the poller when
+  nobody else is polling: it seals the open fences, then queries between event-loop
+  checkpoints, so a dispatch of a few microseconds is noticed within microseconds,
+  without a detour through another task. Tasks that arrive while one polls wait on
+  an event; the poller's queries finish their work too (fences of every lane), and
+  when the poller's own work is done it hands the role to one of them.
+- **The watcher task**, one per backend, for what nobody awaits right now: work
+  submitted and not yet awaited, work whose poller ran out of its spin budget
+  (long kernels), and work whose waiter was cancelled. It spins on checkpoints for a
+  short budget after each registration or completion, then sleeps in steps growing
+  from ``min_sleep_s`` to ``max_sleep_s``, so a long kernel keeps no core busy.
 
-While little is in flight, naps under a millisecond sleep in a worker thread: the
-event loop's own timers wait in whole milliseconds (asyncio and trio both poll epoll
-with a millisecond timeout, rounded up), so a 100 µs nap on the loop lasted 1 ms and
-every wait for work of a millisecond or two ended up to a millisecond late. A
+Clocks come from the event loop (``anyio.current_time``) unless one is injected, so
+a mock clock drives the back-off; a spin budget also ends after a bounded number of
+polls, since a spinning task never lets a mock clock jump.
+
+Naps under a millisecond sleep in a worker thread while little is in flight: the
+event loop's own timers wait in whole milliseconds (asyncio and trio poll epoll
+with a millisecond timeout, rounded up), so a 100 µs nap on the loop lasts 1 ms. A
 thread's sleep ends within tens of microseconds of asking, and its return wakes the
-loop at once. With much in flight the loop's coarser timer stays: completions then
-arrive often anyway, and fewer, larger polls cost less per completion.
+loop at once. With much in flight the loop's coarser timer stays.
 """
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections import deque
-from collections.abc import Callable, Hashable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Hashable
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -45,8 +45,9 @@ from anyio.abc import TaskStatus
 
 from ..errors import DeviceLostError, DispatchError, LifecycleError, VyreError
 from ._backoff import Backoff
-from ._driver import CUDA_ERROR_NOT_READY, CUDA_SUCCESS, error_for, is_sticky
-from ._pending import Completion
+from ._completion import Completion
+from ._driver import CUDA_ERROR_NOT_READY, CUDA_SUCCESS, check, error_for, is_sticky
+from ._fence import Fence, Lane
 
 if TYPE_CHECKING:
     from ._device import CudaDevice, DeviceHealth
@@ -59,16 +60,35 @@ logger = structlog.get_logger("vyre_async.streams")
 PRECISE_NAP_S = 1e-3
 #: ...while at most this many pieces of work are in flight.
 PRECISE_NAP_MAX_IN_FLIGHT = 4
-#: The CUDA backend's spin budget while at most PRECISE_NAP_MAX_IN_FLIGHT are in flight.
-FEW_IN_FLIGHT_SPIN_S = 2e-3
+#: How long a waiting task polls without progress before the watcher takes over.
+FOLLOW_SPIN_S = 2e-3
+#: ...and at most this many polls (a mock clock does not move while a task spins).
+FOLLOW_MAX_POLLS = 4096
+#: A waiting task reads the clock only after this many polls without progress (most
+#: work is done by then, and a read costs calls)...
+_CLOCK_AFTER_POLLS = 16
+#: ...and then every this many polls.
+_CLOCK_EVERY = 8
+#: Events kept per lane for its next fences.
+SPARE_EVENTS = 8
+#: Waiting tasks remembered beyond which finished ones are swept out.
+_CANDIDATES_SWEEP = 64
 
 
-@dataclass(slots=True)
-class _Watch:
-    event: Any
-    completion: Completion
-    on_done: Callable[[], None] | None
-    timing: tuple[Any, Any] | None
+class _Role:
+    """Who polls now: nobody, the watcher task, or a waiting task."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+_WATCHER = _Role("watcher")
+_TASK = _Role("task")
 
 
 def _query_failed(exc: Exception) -> DispatchError:
@@ -78,200 +98,129 @@ def _query_failed(exc: Exception) -> DispatchError:
 
 
 class CompletionWatcher:
-    """Finishes completions when their CUDA events have completed.
+    """Finishes completions when the events of their fences have completed.
 
     Args:
         query: ``event -> CUresult`` (as an int), like ``cuEventQuery``.
-        elapsed_ms: ``(start, end) -> milliseconds``, like ``cuEventElapsedTime``;
-            used for work registered with a timing pair.
-        health: Marked lost on a sticky error; checked by :meth:`watch`.
+        record: ``(event, stream) -> None``, like a checked ``cuEventRecord``.
+        acquire_event: Makes (or takes from a pool) a completion event.
+        release_event: Gives an event back (lanes keep a few for reuse).
+        synchronize: ``stream -> None``: waits for a stream (only after recording a
+            fence's event failed, so its work's memory is not handed back early).
+        health: Marked lost on a sticky error; checked by :meth:`check_accepting`.
         on_start: Run once in the loop thread before polling (make the context current).
-        spin_s: Spin budget after each registration or completion.
-        few_spin_s: Spin budget instead of ``spin_s`` while at most
-            :data:`PRECISE_NAP_MAX_IN_FLIGHT` pieces are in flight (``None``: ``spin_s``).
+        spin_s: The watcher's spin budget after each registration or completion.
+        few_spin_s: Its spin budget while at most :data:`PRECISE_NAP_MAX_IN_FLIGHT`
+            pieces are in flight (``None``: ``spin_s``).
+        follow_spin_s: How long a waiting task polls without progress before it
+            leaves the work to the watcher.
+        follow_max_polls: The most polls a waiting task makes without progress.
         min_sleep_s: First back-off sleep.
         max_sleep_s: Longest back-off sleep. 2 ms: on an H100 VM each wake cost
-            60-160 µs of CPU, so a 1 ms cap put a long kernel at 6-13 % of a core,
-            over the 10 % budget; 2 ms halves that and adds at most 2 ms of latency
-            to work that already ran for milliseconds.
+            60-160 µs of CPU, so a 1 ms cap put a long kernel at 6-13 % of a core.
         precise_nap_s: Naps shorter than this sleep in a worker thread (0: never;
             tests on a mock clock use 0, since a thread sleeps in real time).
-        clock: Monotonic seconds, for the spin budget.
+        clock: Monotonic seconds; the event loop's clock when ``None``.
     """
 
     def __init__(
         self,
         query: Callable[[Any], int],
         *,
-        elapsed_ms: Callable[[Any, Any], float] | None = None,
+        record: Callable[[Any, Any], None] | None = None,
+        acquire_event: Callable[[], Any] | None = None,
+        release_event: Callable[[Any], None] | None = None,
+        synchronize: Callable[[Any], None] | None = None,
         health: DeviceHealth | None = None,
         on_start: Callable[[], None] | None = None,
         spin_s: float = 150e-6,
         few_spin_s: float | None = None,
+        follow_spin_s: float = FOLLOW_SPIN_S,
+        follow_max_polls: int = FOLLOW_MAX_POLLS,
         min_sleep_s: float = 20e-6,
         max_sleep_s: float = 2e-3,
         precise_nap_s: float = PRECISE_NAP_S,
-        clock: Callable[[], float] = time.perf_counter,
+        clock: Callable[[], float] | None = None,
     ) -> None:
         self._query = query
-        self._elapsed_ms = elapsed_ms
+        self._record = record or (lambda event, stream: None)
+        self._acquire_event = acquire_event or _counter_events()
+        self._release_event = release_event or (lambda event: None)
+        self._synchronize = synchronize or (lambda stream: None)
         self._health = health
         self._on_start = on_start
         self._clock = clock
+        self._now: Callable[[], float] = clock or anyio.current_time
+        self._checkpoint: Callable[[], Awaitable[None]] = anyio.lowlevel.checkpoint
         self._backoff = Backoff(spin_s=spin_s, min_sleep_s=min_sleep_s, max_sleep_s=max_sleep_s)
         self._few_spin_s = spin_s if few_spin_s is None else few_spin_s
-        self._streams: dict[Hashable, deque[_Watch]] = {}
+        self._follow_spin_s = follow_spin_s
+        self._follow_max_polls = max(1, follow_max_polls)
+        self._precise_nap_s = precise_nap_s
+        # Lanes with work not yet finished, in the order they became busy.
+        self._busy: dict[Lane, None] = {}
+        self._lanes: list[Lane] = []
         self._in_flight = 0
-        # Work its waiting task polls itself (watch_and_wait), by stream: one at most
-        # per stream, so a hand-over always puts the stream's oldest work first.
-        self._following: dict[Hashable, _Watch] = {}
+        self._role: _Role | anyio.Event | None = None
+        # Events of tasks waiting while another polls: the role is handed to them.
+        self._candidates: deque[anyio.Event] = deque()
         self._wake = anyio.Event()
         self._idle: anyio.Event | None = None
         self._nap: anyio.CancelScope | None = None
         # Threads for short naps; a cancelled nap's thread sleeps out its (< 1 ms) nap.
         self._nappers = anyio.CapacityLimiter(2)
-        self._precise_nap_s = precise_nap_s
         self._state = "unstarted"
-        #: ``cuEventQuery`` calls made.
+        #: Event queries made.
         self.queries = 0
+        #: Fences sealed (events recorded for completions).
+        self.fences = 0
 
     @classmethod
     def for_device(cls, device: CudaDevice, **options: Any) -> CompletionWatcher:
-        """Make a watcher over ``cuEventQuery`` / ``cuEventElapsedTime`` of ``device``.
+        """A watcher over ``cuEventQuery`` / ``cuEventRecord`` of ``device``.
 
-        It spins :data:`FEW_IN_FLIGHT_SPIN_S` while little is in flight unless
-        ``options`` say otherwise.
+        ``options`` are passed on; ``acquire_event``/``release_event`` should come
+        from the backend's event pool, ``synchronize`` from its streams.
         """
-        options.setdefault("few_spin_s", FEW_IN_FLIGHT_SPIN_S)
+        options.setdefault("few_spin_s", FOLLOW_SPIN_S)
         driver = device.driver
+        query_event = driver.cuEventQuery
+        record_event = driver.cuEventRecord
 
         def query(event: Any) -> int:
-            return int(driver.cuEventQuery(event)[0])
+            return int(query_event(event)[0])
 
-        def elapsed_ms(start: Any, end: Any) -> float:
-            return float(device.call(driver.cuEventElapsedTime, start, end))
+        def record(event: Any, stream: Any) -> None:
+            # The loop thread's context is current (on_start): no device.call detour.
+            returned = record_event(event, stream)
+            if returned[0]:
+                try:
+                    check(returned, "cuEventRecord")
+                except DeviceLostError as exc:
+                    device.health.mark_lost(exc)
+                    raise
 
-        return cls(
-            query,
-            elapsed_ms=elapsed_ms,
-            health=device.health,
-            on_start=device.make_current,
-            **options,
-        )
+        options.setdefault("record", record)
+        return cls(query, health=device.health, on_start=device.make_current, **options)
 
+    # ----------------------------------------------------------------- state
     @property
     def in_flight(self) -> int:
-        """Registered work not yet finished."""
-        return self._in_flight + len(self._following)
+        """Work added and not yet finished."""
+        return self._in_flight
 
     @property
-    def busy_streams(self) -> int:
-        """Streams with registered work not yet finished."""
-        return len(self._streams)
+    def busy_lanes(self) -> int:
+        """Lanes with work not yet finished."""
+        return len(self._busy)
 
-    def watch(
-        self,
-        stream_key: Hashable,
-        event: Any,
-        completion: Completion,
-        on_done: Callable[[], None] | None = None,
-        *,
-        timing: tuple[Any, Any] | None = None,
-    ) -> None:
-        """Register work whose end ``event`` was just recorded on a stream.
-
-        Call from the event-loop thread, in the order the events were recorded on
-        the stream. ``on_done`` runs exactly once when the event completed (or
-        failed), before ``completion`` wakes its waiters; it is where the work's
-        events, stream and memory go back to their pools.
-
-        Args:
-            stream_key: Identifies the stream (``int(stream)``).
-            event: The event recorded after the work.
-            completion: Completed when ``event`` is.
-            on_done: Releases the work's resources.
-            timing: ``(start, end)`` timing events recorded around the work; their
-                elapsed time becomes ``completion.device_ns``.
-
-        Raises:
-            LifecycleError: The watcher has stopped; nothing was registered.
-            DeviceLostError: The device is lost; nothing was registered.
-        """
-        self.check_accepting()
-        self._queue(stream_key, _Watch(event, completion, on_done, timing))
-
-    async def watch_and_wait(
-        self,
-        stream_key: Hashable,
-        event: Any,
-        completion: Completion,
-        on_done: Callable[[], None] | None = None,
-        *,
-        timing: tuple[Any, Any] | None = None,
-    ) -> None:
-        """Register work as :meth:`watch` does, then wait for it (see the module docstring).
-
-        While fewer than :data:`PRECISE_NAP_MAX_IN_FLIGHT` other pieces are in flight
-        and no earlier work of the stream is registered, the calling task polls
-        ``event`` itself for the spin budget; otherwise, or after the budget, the
-        watcher polls it. Cancelling the wait hands the work to the watcher, so ``on_done``
-        still runs once the device has finished it.
-
-        Raises:
-            LifecycleError: The watcher has stopped; nothing was registered.
-            DeviceLostError: The device is lost; nothing was registered.
-            BaseException: The work's own failure, as ``completion.wait()`` raises it.
-        """
-        self.check_accepting()
-        watch = _Watch(event, completion, on_done, timing)
-        following = self._following
-        if (
-            self._state != "running"
-            or self._in_flight + len(following) >= PRECISE_NAP_MAX_IN_FLIGHT
-            or stream_key in self._streams
-            or stream_key in following
-        ):
-            self._queue(stream_key, watch)
-            await completion.wait()
-            return
-        following[stream_key] = watch
-        deadline = self._clock() + self._few_spin_s
-        polled = False
-        try:
-            while not completion.done:  # a sticky error or a stop may have finished it
-                self.queries += 1
-                try:
-                    result = int(self._query(event))
-                except Exception as exc:  # as in _poll: a broken query finishes the work
-                    del following[stream_key]
-                    self._finish(watch, _query_failed(exc))
-                    break
-                if result != CUDA_ERROR_NOT_READY:
-                    del following[stream_key]
-                    self._settle(watch, result)
-                    break
-                if self._clock() >= deadline:
-                    self._hand_over(stream_key)
-                    break
-                await anyio.lowlevel.checkpoint()
-                polled = True
-        except BaseException:
-            if following.get(stream_key) is watch:  # cancelled while polling
-                self._hand_over(stream_key)  # the watcher finishes it
-            raise
-        finally:
-            self._note_idle()
-        if completion.done and polled:
-            # Already past checkpoints while polling: no further loop pass needed.
-            if completion.error is not None:
-                raise completion.error
-            return
-        await completion.wait()
+    @property
+    def polled_by_watcher(self) -> bool:
+        """Whether the watcher task (not a waiting task) is the poller now."""
+        return self._role is _WATCHER
 
     def check_accepting(self) -> None:
-        """Raise as :meth:`watch` would, without registering anything.
-
-        For a caller that must know before it records the event it will watch.
+        """Raise unless new work may be added.
 
         Raises:
             LifecycleError: The watcher has stopped.
@@ -284,54 +233,181 @@ class CompletionWatcher:
         if self._health is not None:
             self._health.check()
 
-    def _queue(self, stream_key: Hashable, watch: _Watch, *, oldest: bool = False) -> None:
-        queue = self._streams.setdefault(stream_key, deque())
-        if oldest:
-            queue.appendleft(watch)
-        else:
-            queue.append(watch)
+    # ----------------------------------------------------------------- adding work
+    def lane(self, key: Hashable, stream: Any) -> Lane:
+        """A new lane for ``stream``; the watcher returns its spare events at close."""
+        lane = Lane(key, stream)
+        self._lanes.append(lane)
+        return lane
+
+    def add(self, lane: Lane, work: Completion) -> None:
+        """Add work just enqueued on ``lane``'s stream: it joins the open fence.
+
+        Call from the event-loop thread right after enqueueing the work, in stream
+        order, after :meth:`check_accepting`. The work is finished (``complete``)
+        once an event recorded after it has completed. Someone must then wait for it
+        at once (``await work.wait()``), or :meth:`kick` the watcher.
+        """
+        fence = lane.open
+        if fence is None:
+            fence = lane.open = Fence(lane)
+            self._busy[lane] = None
+        fence.works.append(work)
+        work.fence = fence
+        work._source = self
         self._in_flight += 1
-        self._backoff.reset(self._clock())
+
+    def seal(self, fence: Fence) -> Any:
+        """Record the event of ``fence`` now if it is still open; return the event.
+
+        For work on another stream that must wait for this fence's work
+        (``cuStreamWaitEvent``). Returns ``None`` when recording failed (the fence's
+        work then failed and is finished).
+        """
+        if fence.event is None and fence.lane.open is fence:
+            self._seal(fence.lane)
+        return fence.event
+
+    def kick(self) -> None:
+        """Make sure added work gets polled although nobody awaits it now."""
+        role = self._role
+        if role is None:
+            self._role = _WATCHER
+            self._wake_watcher()
+        elif role is _WATCHER:
+            self._backoff.reset(self._now())
+            if self._nap is not None:
+                self._nap.cancel()
+
+    # ----------------------------------------------------------------- waiting
+    async def follow(self, work: Completion) -> None:
+        """Return once ``work`` is done, polling for it while nobody else does.
+
+        Its failure is not raised here (``Completion.wait`` raises it). Cancelling
+        the wait leaves the work to the next poller (another waiting task or the
+        watcher), so its release still runs once the device has finished it.
+        """
+        while not work._done:
+            role = self._role
+            if role is None or role is _WATCHER:
+                self._role = _TASK
+                if role is _WATCHER and self._nap is not None:
+                    self._nap.cancel()
+                # The poll loop is inlined: every checkpoint resumes each coroutine
+                # the waiting task is nested in, so one frame less is one call less
+                # per poll.
+                spun_out = False
+                mine: Completion = work  # not narrowed by the loop's condition (mypy)
+                try:
+                    self._seal_open()
+                    checkpoint = self._checkpoint
+                    polls = 0
+                    deadline = 0.0
+                    while True:
+                        await checkpoint()
+                        if self._poll():
+                            if mine._done:
+                                break
+                            polls = 0
+                            continue
+                        if mine._done:  # finished by whoever else looked (a sticky error)
+                            break
+                        polls += 1
+                        if polls < _CLOCK_AFTER_POLLS:
+                            continue
+                        if polls == _CLOCK_AFTER_POLLS:
+                            deadline = self._now() + self._follow_spin_s
+                        elif polls >= self._follow_max_polls or (
+                            polls % _CLOCK_EVERY == 0 and self._now() >= deadline
+                        ):
+                            spun_out = True
+                            break
+                except BaseException:
+                    self._hand_on()
+                    raise
+                if not spun_out:
+                    self._hand_on()
+                    return
+                self._to_watcher()  # long work: the watcher backs off, a task would spin
+                event = work._add_waiter()
+                try:
+                    await event.wait()
+                except BaseException:
+                    work._discard_waiter(event)
+                    raise
+                continue
+            event = work._add_waiter()
+            candidates = self._candidates
+            if len(candidates) > _CANDIDATES_SWEEP:
+                self._candidates = candidates = deque(e for e in candidates if not e.is_set())
+            candidates.append(event)
+            try:
+                await event.wait()
+            except BaseException:
+                work._discard_waiter(event)
+                if self._role is event:  # handed the role while being cancelled
+                    self._hand_on()
+                else:
+                    with contextlib.suppress(ValueError):
+                        self._candidates.remove(event)
+                raise
+            if self._role is event:  # handed the role: poll (or pass it on if done)
+                if work.done:
+                    self._hand_on()
+                    return
+                self._role = None
+
+    def _hand_on(self) -> None:
+        """A waiting task stops polling: hand the role to another waiting task, or
+        to the watcher while work is pending."""
+        candidates = self._candidates
+        while candidates:
+            event = candidates.popleft()
+            if not event.is_set():
+                self._role = event
+                event.set()
+                return
+        self._role = None
+        if self._busy:
+            self._to_watcher()
+
+    def _to_watcher(self) -> None:
+        self._role = _WATCHER
+        self._backoff.reset(self._now())
+        self._wake_watcher()
+
+    def _wake_watcher(self) -> None:
         self._wake.set()
         if self._nap is not None:
             self._nap.cancel()
 
-    def _hand_over(self, stream_key: Hashable) -> None:
-        """Move a stream's followed work to the watcher's queue, ahead of its later work.
-
-        The watcher is running: stopping it takes followed work out of ``_following``
-        (``_take_all``), so none is handed over after that.
-        """
-        self._queue(stream_key, self._following.pop(stream_key), oldest=True)
-
-    def _note_idle(self) -> None:
-        if self._idle is not None and not self._streams and not self._following:
-            self._idle.set()
-            self._idle = None
-
     async def drain(self) -> None:
-        """Wait until every registered piece of work has finished.
+        """Wait until every piece of added work has finished.
 
         Raises:
             LifecycleError: The watcher is not running, so nothing would finish.
         """
-        while self._streams or self._following:
+        while self._busy:
             if self._state != "running":
                 raise LifecycleError(
-                    f"the completion watcher is {self._state} with {self.in_flight} "
-                    "piece(s) of work registered",
+                    f"the completion watcher is {self._state} with {self._in_flight} "
+                    "piece(s) of work added",
                     fix="start the watcher in the backend's task group before draining.",
                 )
+            if self._role is None:
+                self._to_watcher()
             if self._idle is None:
                 self._idle = anyio.Event()
             await self._idle.wait()
 
+    # ----------------------------------------------------------------- the watcher task
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
-        """Poll until cancelled. Start with ``await task_group.start(watcher.run)``.
+        """Poll whenever the role is the watcher's, until cancelled.
 
-        On the way out (cancellation) every completion still registered fails
-        with :class:`LifecycleError`; their ``on_done`` callbacks are not run,
-        because the device may still be using their memory.
+        Start with ``await task_group.start(watcher.run)``. On the way out
+        (cancellation) every completion still pending fails with
+        :class:`LifecycleError` without its release, because the device may still be
+        using its memory.
 
         Raises:
             LifecycleError: The watcher was started before.
@@ -341,6 +417,7 @@ class CompletionWatcher:
                 f"the completion watcher is {self._state}", fix="make one watcher per run."
             )
         self._state = "running"
+        self._bind_loop()
         try:
             if self._on_start is not None:
                 self._on_start()
@@ -350,127 +427,227 @@ class CompletionWatcher:
             self._state = "closed"
             self._abandon()
 
+    def _bind_loop(self) -> None:
+        """Take checkpoint and clock straight from the running loop's anyio backend.
+
+        ``anyio.lowlevel.checkpoint()`` and ``anyio.current_time()`` look the backend
+        up on every call (about a microsecond per poll, three calls); the backend of
+        a running loop does not change, so its two functions are looked up once.
+        This reaches into anyio's ``_core`` (there is no public accessor); if that
+        moves, the public functions are used as before.
+        """
+        try:
+            from anyio._core._eventloop import get_async_backend
+
+            backend = get_async_backend()
+            checkpoint, current_time = backend.checkpoint, backend.current_time
+        except (ImportError, AttributeError, RuntimeError):
+            return
+        self._checkpoint = checkpoint
+        if self._clock is None:
+            self._now = current_time
+
     async def _loop(self) -> None:
+        backoff = self._backoff
         while True:
-            if not self._streams:
+            if self._role is not _WATCHER or not self._busy:
+                if self._role is _WATCHER:
+                    self._role = None
                 self._note_idle()
                 self._wake = anyio.Event()
                 await self._wake.wait()
                 continue
-            if self._poll():
-                self._backoff.reset(self._clock())
+            progressed = self._poll()
+            if self._role is not _WATCHER:
+                continue
+            if progressed:
+                backoff.reset(self._now())
                 await anyio.lowlevel.checkpoint()  # let the woken waiters run
                 continue
             few = self._in_flight <= PRECISE_NAP_MAX_IN_FLIGHT
-            wait = self._backoff.next_wait(self._clock(), self._few_spin_s if few else None)
+            wait = backoff.next_wait(self._now(), self._few_spin_s if few else None)
             if wait <= 0.0:
                 await anyio.lowlevel.checkpoint()
-            else:
-                # A plain sleep in a scope that watch() cancels: the common case (the
-                # sleep runs out) then costs no cancellation, only the rare wake does.
-                with anyio.CancelScope() as self._nap:
-                    if wait < self._precise_nap_s and few:
-                        await anyio.to_thread.run_sync(
-                            time.sleep, wait, limiter=self._nappers, abandon_on_cancel=True
-                        )
-                    else:
-                        await anyio.sleep(wait)
-                self._nap = None
+                continue
+            # A plain sleep in a scope that new work cancels: the common case (the
+            # sleep runs out) then costs no cancellation, only the rare wake does.
+            with anyio.CancelScope() as self._nap:
+                if wait < self._precise_nap_s and few:
+                    await anyio.to_thread.run_sync(
+                        time.sleep, wait, limiter=self._nappers, abandon_on_cancel=True
+                    )
+                else:
+                    await anyio.sleep(wait)
+            self._nap = None
+
+    # ----------------------------------------------------------------- polling
+    def _seal(self, lane: Lane) -> None:
+        """Record the event of ``lane``'s open fence; it joins the sealed ones."""
+        fence = lane.open
+        if fence is None:
+            return
+        lane.open = None
+        try:
+            event = lane.spare_events.pop() if lane.spare_events else self._acquire_event()
+            self._record(event, lane.stream)
+        except VyreError as exc:
+            self._seal_failed(lane, fence, exc)
+            return
+        fence.event = event
+        lane.sealed.append(fence)
+        self.fences += 1
+
+    def _seal_failed(self, lane: Lane, fence: Fence, exc: VyreError) -> None:
+        if isinstance(exc, DeviceLostError):
+            self._fail_everything(exc, fence)
+            return
+        # The work's end cannot be observed: wait for the stream before its memory
+        # goes back (a failure path only; it blocks the loop for as long as it takes).
+        try:
+            self._synchronize(lane.stream)
+        except VyreError as sync_exc:
+            if isinstance(sync_exc, DeviceLostError):
+                self._fail_everything(sync_exc, fence)
+                return
+        self._finish(fence, exc)
+        if lane.idle:
+            self._busy.pop(lane, None)
+            self._note_idle()
+
+    def _seal_open(self) -> None:
+        for lane in list(self._busy):
+            if lane.open is not None:
+                self._seal(lane)
 
     def _poll(self) -> bool:
-        """Query the oldest event of each busy stream; return whether any finished."""
+        """Seal open fences, then query the oldest sealed fence of each busy lane;
+        return whether any work finished."""
         progressed = False
-        for key in list(self._streams):
-            queue = self._streams.get(key)
-            while queue:
-                watch = queue[0]
+        busy = self._busy
+        for lane in list(busy):
+            if lane.open is not None:
+                self._seal(lane)
+            sealed = lane.sealed
+            while sealed:
+                fence = sealed[0]
                 self.queries += 1
                 try:
-                    result = int(self._query(watch.event))
-                except Exception as exc:  # a broken query must not stop the watcher
-                    queue.popleft()
-                    self._in_flight -= 1
-                    self._finish(watch, _query_failed(exc))
+                    result = int(self._query(fence.event))
+                except Exception as exc:  # a broken query must not stop the poller
+                    sealed.popleft()
+                    self._finish(fence, _query_failed(exc))
                     progressed = True
                     continue
                 if result == CUDA_ERROR_NOT_READY:
                     break
+                sealed.popleft()
                 progressed = True
-                if is_sticky(result):
-                    self._fail_everything(error_for(result, "cuEventQuery"))
+                if result == CUDA_SUCCESS:
+                    self._finish(fence, None)
+                elif is_sticky(result):
+                    self._fail_everything(error_for(result, "cuEventQuery"), fence)
                     return True
-                queue.popleft()
-                self._in_flight -= 1
-                self._settle(watch, result)
-            if queue is not None and not queue and self._streams.get(key) is queue:
-                del self._streams[key]
+                else:
+                    self._finish(fence, error_for(result, "cuEventQuery"))
+            if lane.open is None and not sealed:
+                busy.pop(lane, None)
+        if not busy:
+            self._note_idle()
         return progressed
 
-    def _settle(self, watch: _Watch, result: int) -> None:
-        """Finish work whose event query returned ``result`` (not NOT_READY)."""
-        if result == CUDA_SUCCESS:
-            self._finish(watch, None)
-        elif is_sticky(result):
-            self._fail_everything(error_for(result, "cuEventQuery"), watch)
-        else:
-            self._finish(watch, error_for(result, "cuEventQuery"))
+    def _finish(self, fence: Fence, error: BaseException | None) -> None:
+        event = fence.event
+        if event is not None:
+            spares = fence.lane.spare_events
+            if len(spares) < SPARE_EVENTS:
+                spares.append(event)
+            else:
+                self._give_back(event)
+        works = fence.works
+        self._in_flight -= len(works)
+        for work in works:
+            try:
+                work.complete(error)
+            except Exception:
+                logger.exception("completion_callback_failed")
 
-    def _finish(self, watch: _Watch, error: BaseException | None) -> None:
-        if error is None and watch.timing is not None and self._elapsed_ms is not None:
-            try:
-                watch.completion.device_ns = round(self._elapsed_ms(*watch.timing) * 1e6)
-            except VyreError as exc:
-                logger.warning("event_elapsed_time_failed", error=str(exc))
-        if watch.on_done is not None:
-            try:
-                watch.on_done()
-            except Exception as exc:
-                logger.exception("completion_release_failed")
-                if error is None:
-                    error = DispatchError(
-                        f"the work finished but releasing its resources raised {exc!r}",
-                        fix="report this bug with the log.",
-                    )
+    def _give_back(self, event: Any) -> None:
         try:
-            watch.completion.complete(error)
-        except Exception:
-            logger.exception("completion_callback_failed")
+            self._release_event(event)
+        except VyreError as exc:
+            logger.warning("completion_event_release_failed", error=str(exc))
 
-    def _take_all(self) -> list[_Watch]:
-        watches = [watch for queue in self._streams.values() for watch in queue]
-        watches += self._following.values()
-        self._streams.clear()
-        self._following.clear()
+    def _note_idle(self) -> None:
+        if self._idle is not None and not self._busy:
+            self._idle.set()
+            self._idle = None
+
+    def _take_all(self) -> list[Completion]:
+        works: list[Completion] = []
+        for lane in self._busy:
+            for fence in lane.sealed:
+                works += fence.works
+                if fence.event is not None:
+                    lane.spare_events.append(fence.event)
+            if lane.open is not None:
+                works += lane.open.works
+            lane.sealed.clear()
+            lane.open = None
+        self._busy.clear()
         self._in_flight = 0
-        return watches
+        return works
 
-    def _fail_everything(self, error: VyreError, *taken: _Watch) -> None:
+    def _fail_everything(self, error: VyreError, *taken: Fence) -> None:
         """A sticky error: the device is lost, so is every piece of work on it.
 
-        ``taken``: work already taken out of the queues (a followed wait's own).
+        ``taken``: fences already taken out of their lanes.
         """
         lost = self._health.mark_lost(error) if self._health is not None else error
-        watches = [*taken, *self._take_all()]
-        logger.error("completions_failed_device_lost", count=len(watches), reason=lost.what)
-        for watch in watches:
+        works = [work for fence in taken for work in fence.works]
+        self._in_flight -= len(works)
+        works += self._take_all()
+        logger.error("completions_failed_device_lost", count=len(works), reason=lost.what)
+        for work in works:
             # A fresh exception per waiter: one instance raised in many tasks would
             # pile their tracebacks onto each other.
-            self._finish(watch, DeviceLostError(lost.what, fix=lost.fix))
+            try:
+                work.complete(DeviceLostError(lost.what, fix=lost.fix))
+            except Exception:
+                logger.exception("completion_callback_failed")
+        self._note_idle()
 
     def _abandon(self) -> None:
-        watches = self._take_all()
+        works = self._take_all()
         if self._idle is not None:
             self._idle.set()
-        if watches:
-            logger.warning("completion_watcher_stopped_with_work", count=len(watches))
-        for watch in watches:
+            self._idle = None
+        if works:
+            logger.warning("completion_watcher_stopped_with_work", count=len(works))
+        for work in works:
             try:
-                watch.completion.complete(
+                work.complete(
                     LifecycleError(
-                        f"the backend stopped watching with {len(watches)} piece(s) of "
+                        f"the backend stopped watching with {len(works)} piece(s) of "
                         "work in flight; this one may still run on the device",
                         fix="await pending dispatches before closing the backend.",
-                    )
+                    ),
+                    release=False,
                 )
             except Exception:
                 logger.exception("completion_callback_failed")
+        for event in self._candidates:
+            event.set()
+        self._candidates.clear()
+        self._role = None
+
+    def release_events(self) -> None:
+        """Give every lane's spare events back (backend close, after the watcher stopped)."""
+        for lane in self._lanes:
+            while lane.spare_events:
+                self._give_back(lane.spare_events.pop())
+
+
+def _counter_events() -> Callable[[], int]:
+    """Event handles for a watcher without a pool: plain increasing numbers."""
+    count = iter(range(1, 1 << 62))
+    return lambda: next(count)

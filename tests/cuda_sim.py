@@ -1,0 +1,397 @@
+"""A simulated CUDA driver: the CUDA backend's host path on a machine without a GPU.
+
+It stands in for ``cuda.bindings.driver``: device memory is host memory, copies and
+memsets run when they are enqueued, and a kernel launch runs the kernel's NumPy
+reference on the memory its argument block points at. Events finish after ``lag``
+queries, or stay unfinished while the test holds them, so in-flight states are
+reached without timing. Graph capture records launches and replays them.
+
+It checks the backend's own Python (binding, staging, argument blocks, fences,
+polling, hand-overs, releases), not the GPU: tests that must prove device results
+live in ``tests/gpu/``. Only kernels whose every size symbol has a derived scalar
+(``n`` for ``axpy``) can be launched, since the simulator sizes arrays from the
+argument block.
+"""
+
+from __future__ import annotations
+
+import bisect
+import contextlib
+import ctypes
+import itertools
+import types
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+import numpy as np
+import pytest
+from cuda.bindings import driver as real
+
+from vyre_async.kernels import BUILTIN_KERNELS
+from vyre_async.kernels._compile import CompiledKernel
+from vyre_async.kernels._kernel import Kernel
+from vyre_async.kernels._signature import BufferParam, ScalarParam
+
+R = real.CUresult
+OK = R.CUDA_SUCCESS
+NOT_READY = R.CUDA_ERROR_NOT_READY
+_ATTRIBUTES = {
+    "COMPUTE_CAPABILITY_MAJOR": 9,
+    "COMPUTE_CAPABILITY_MINOR": 0,
+    "MULTIPROCESSOR_COUNT": 132,
+    "MAX_THREADS_PER_BLOCK": 1024,
+    "MAX_BLOCK_DIM_X": 1024,
+    "MAX_BLOCK_DIM_Y": 1024,
+    "MAX_BLOCK_DIM_Z": 64,
+    "MAX_GRID_DIM_X": 2**31 - 1,
+    "MAX_GRID_DIM_Y": 65535,
+    "MAX_GRID_DIM_Z": 65535,
+    "MAX_SHARED_MEMORY_PER_BLOCK": 49152,
+    "MAX_SHARED_MEMORY_PER_BLOCK_OPTIN": 232448,
+}
+_CTYPES: dict[np.dtype[Any], Any] = {
+    np.dtype(np.int8): ctypes.c_int8,
+    np.dtype(np.uint8): ctypes.c_uint8,
+    np.dtype(np.int16): ctypes.c_int16,
+    np.dtype(np.uint16): ctypes.c_uint16,
+    np.dtype(np.int32): ctypes.c_int32,
+    np.dtype(np.uint32): ctypes.c_uint32,
+    np.dtype(np.int64): ctypes.c_int64,
+    np.dtype(np.uint64): ctypes.c_uint64,
+    np.dtype(np.float32): ctypes.c_float,
+    np.dtype(np.float64): ctypes.c_double,
+}
+
+
+class SimulatedDriver(types.ModuleType):
+    """The driver functions vyre_async calls, simulated on host memory.
+
+    Args:
+        kernels: Kernels the simulator can run, found by entry name.
+        lag: Queries an event answers NOT_READY before it reads finished.
+
+    Attributes:
+        held: While True, events recorded stay unfinished until :meth:`release`.
+        calls: How many times each driver function was called.
+        launches: Entry names of the kernels launched, in order.
+    """
+
+    def __init__(self, kernels: Iterable[Kernel] = (), *, lag: int = 0) -> None:
+        super().__init__("simulated_driver")
+        self._ids = itertools.count(0x1000)
+        self._kernels = {k.entry: k for k in (*BUILTIN_KERNELS, *kernels)}
+        self._starts: list[int] = []
+        self._blocks: dict[int, np.ndarray] = {}  # start address -> its bytes
+        self._pinned: set[int] = set()  # host allocations (start addresses)
+        self._registered: dict[int, int] = {}  # registered host ranges: start -> size
+        self._functions: dict[int, str] = {}
+        self._modules: dict[int, str] = {}
+        self._events: dict[Any, int] = {}  # event -> queries left (-1: held)
+        self._held_events: list[Any] = []
+        self._capturing: dict[Any, list[Callable[[], None]]] = {}
+        self._graphs: dict[int, list[Callable[[], None]]] = {}
+        self.lag = lag
+        self.held = False
+        self.calls: dict[str, int] = {}
+        self.launches: list[str] = []
+        #: Entry name -> CUresult its launch returns (an enqueue failure).
+        self.failing_launches: dict[str, Any] = {}
+        #: CUresult the next recorded event answers once finished (a device fault).
+        self.next_event_result: Any = None
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(real, name)
+
+    def _count(self, name: str) -> None:
+        self.calls[name] = self.calls.get(name, 0) + 1
+
+    # ----------------------------------------------------------------- memory
+    def _alloc(self, nbytes: int) -> int:
+        block = np.zeros(max(1, nbytes), np.uint8)
+        address = block.ctypes.data
+        self._blocks[address] = block
+        bisect.insort(self._starts, address)
+        return address
+
+    def _free(self, address: Any) -> tuple[Any]:
+        address = int(address)
+        if self._blocks.pop(address, None) is not None:
+            self._starts.remove(address)
+        self._pinned.discard(address)
+        return (OK,)
+
+    def view(self, address: int, nbytes: int) -> np.ndarray:
+        """The simulated memory at ``address`` (device or host) as ``nbytes`` bytes."""
+        index = bisect.bisect_right(self._starts, address) - 1
+        if index >= 0:
+            start = self._starts[index]
+            block = self._blocks[start]
+            if address + nbytes <= start + block.size:
+                return block[address - start : address - start + nbytes]
+        # Host memory the simulator did not allocate (a NumPy array's data).
+        return np.ctypeslib.as_array((ctypes.c_uint8 * max(nbytes, 1)).from_address(address))[
+            :nbytes
+        ]
+
+    def _enqueue(self, stream: Any, op: Callable[[], None]) -> None:
+        ops = self._capturing.get(stream)
+        if ops is not None:
+            ops.append(op)
+        else:
+            op()
+
+    # ----------------------------------------------------------------- device
+    def cuInit(self, flags: int) -> tuple[Any]:  # noqa: N802 - the driver's names
+        return (OK,)
+
+    def cuDeviceGetCount(self) -> tuple[Any, int]:  # noqa: N802
+        return (OK, 1)
+
+    def cuDeviceGet(self, ordinal: int) -> tuple[Any, int]:  # noqa: N802
+        return (OK, 0)
+
+    def cuDeviceGetName(self, size: int, device: int) -> tuple[Any, bytes]:  # noqa: N802
+        return (OK, b"simulated device\0")
+
+    def cuDeviceTotalMem(self, device: int) -> tuple[Any, int]:  # noqa: N802
+        return (OK, 80 << 30)
+
+    def cuDriverGetVersion(self) -> tuple[Any, int]:  # noqa: N802
+        return (OK, 13000)
+
+    def cuDeviceGetAttribute(self, attribute: Any, device: int) -> tuple[Any, int]:  # noqa: N802
+        name = real.CUdevice_attribute(attribute).name.removeprefix("CU_DEVICE_ATTRIBUTE_")
+        return (OK, _ATTRIBUTES.get(name, 1))
+
+    def cuDevicePrimaryCtxRetain(self, device: int) -> tuple[Any, int]:  # noqa: N802
+        return (OK, 1)
+
+    def cuDevicePrimaryCtxRelease(self, device: int) -> tuple[Any]:  # noqa: N802
+        return (OK,)
+
+    def cuCtxSetCurrent(self, context: int) -> tuple[Any]:  # noqa: N802
+        return (OK,)
+
+    def cuMemAlloc(self, nbytes: int) -> tuple[Any, int]:  # noqa: N802
+        self._count("cuMemAlloc")
+        return (OK, self._alloc(nbytes))
+
+    def cuMemFree(self, address: Any) -> tuple[Any]:  # noqa: N802
+        return self._free(address)
+
+    def cuMemHostAlloc(self, nbytes: int, flags: int) -> tuple[Any, int]:  # noqa: N802
+        address = self._alloc(nbytes)
+        self._pinned.add(address)
+        return (OK, address)
+
+    def cuMemFreeHost(self, address: Any) -> tuple[Any]:  # noqa: N802
+        return self._free(address)
+
+    def cuMemHostRegister(self, address: int, nbytes: int, flags: int) -> tuple[Any]:  # noqa: N802
+        self._registered[int(address)] = nbytes
+        return (OK,)
+
+    def cuMemHostUnregister(self, address: int) -> tuple[Any]:  # noqa: N802
+        self._registered.pop(int(address), None)
+        return (OK,)
+
+    def cuPointerGetAttribute(self, attribute: Any, address: int) -> tuple[Any, int]:  # noqa: N802
+        address = int(address)
+        ranges = [(start, self._blocks[start].size) for start in self._pinned]
+        ranges += list(self._registered.items())
+        for start, size in ranges:
+            if start <= address < start + size:
+                a = real.CUpointer_attribute
+                if attribute == a.CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
+                    return (OK, int(real.CUmemorytype.CU_MEMORYTYPE_HOST))
+                if attribute == a.CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
+                    return (OK, start)
+                if attribute == a.CU_POINTER_ATTRIBUTE_RANGE_SIZE:
+                    return (OK, size)
+        return (R.CUDA_ERROR_INVALID_VALUE, 0)
+
+    def cuMemsetD8Async(self, address: Any, value: int, nbytes: int, stream: Any) -> tuple[Any]:  # noqa: N802
+        self._count("cuMemsetD8Async")
+        target = self.view(int(address), nbytes)
+        self._enqueue(stream, lambda: target.fill(value))
+        return (OK,)
+
+    def _copy(self, dst: Any, src: Any, nbytes: int, stream: Any) -> tuple[Any]:
+        dst, src = int(dst), int(src)
+        self._enqueue(stream, lambda: ctypes.memmove(dst, src, nbytes))
+        return (OK,)
+
+    def cuMemcpyHtoDAsync(self, dst: Any, src: Any, nbytes: int, stream: Any) -> tuple[Any]:  # noqa: N802
+        self._count("cuMemcpyHtoDAsync")
+        return self._copy(dst, src, nbytes, stream)
+
+    def cuMemcpyDtoHAsync(self, dst: Any, src: Any, nbytes: int, stream: Any) -> tuple[Any]:  # noqa: N802
+        self._count("cuMemcpyDtoHAsync")
+        return self._copy(dst, src, nbytes, stream)
+
+    def cuMemcpyDtoDAsync(self, dst: Any, src: Any, nbytes: int, stream: Any) -> tuple[Any]:  # noqa: N802
+        return self._copy(dst, src, nbytes, stream)
+
+    # ----------------------------------------------------------------- streams, events
+    def cuStreamCreate(self, flags: int) -> tuple[Any, int]:  # noqa: N802
+        return (OK, next(self._ids))
+
+    def cuEventCreate(self, flags: int) -> tuple[Any, int]:  # noqa: N802
+        return (OK, next(self._ids))
+
+    def cuEventRecord(self, event: Any, stream: Any) -> tuple[Any]:  # noqa: N802
+        self._count("cuEventRecord")
+        if self.held:
+            self._events[event] = -1
+            self._held_events.append(event)
+        else:
+            self._events[event] = self.lag
+        if self.next_event_result is not None:
+            self._faults[event] = self.next_event_result
+            self.next_event_result = None
+        return (OK,)
+
+    _faults: dict[Any, Any] = {}  # noqa: RUF012 - replaced per instance in install()
+
+    def cuEventQuery(self, event: Any) -> tuple[Any]:  # noqa: N802
+        self._count("cuEventQuery")
+        left = self._events.get(event, 0)
+        if left < 0 or left > 0:
+            if left > 0:
+                self._events[event] = left - 1
+            return (NOT_READY,)
+        fault = self._faults.pop(event, None)
+        return (fault,) if fault is not None else (OK,)
+
+    def cuEventElapsedTime(self, start: Any, end: Any) -> tuple[Any, float]:  # noqa: N802
+        return (OK, 0.5)
+
+    def release(self) -> None:
+        """Finish every event recorded while :attr:`held`."""
+        for event in self._held_events:
+            if self._events.get(event) == -1:
+                self._events[event] = 0
+        self._held_events.clear()
+
+    @contextlib.contextmanager
+    def holding(self) -> Iterator[None]:
+        """Hold events recorded inside the block; release them on the way out."""
+        self.held = True
+        try:
+            yield
+        finally:
+            self.held = False
+            self.release()
+
+    # ----------------------------------------------------------------- kernels
+    def compile(self, kernel: Kernel, arch: str) -> CompiledKernel:
+        """Stands in for NVRTC: remembers the kernel, to run its reference at launch."""
+        self._kernels[kernel.entry] = kernel
+        return _fake_compile(kernel, arch)
+
+    def cuModuleLoadData(self, image: bytes) -> tuple[Any, int]:  # noqa: N802
+        module = next(self._ids)
+        self._modules[module] = bytes(image).decode()
+        return (OK, module)
+
+    def cuModuleGetFunction(self, module: int, name: bytes) -> tuple[Any, int]:  # noqa: N802
+        function = next(self._ids)
+        self._functions[function] = name.decode()
+        return (OK, function)
+
+    def cuLaunchKernel(self, function: Any, *args: Any) -> tuple[Any]:  # noqa: N802
+        self._count("cuLaunchKernel")
+        stream, params = args[7], args[8]
+        entry = self._functions[int(function)]
+        failure = self.failing_launches.get(entry)
+        if failure is not None:
+            return (failure,)
+        kernel = self._kernels[entry]
+        arrays, scalars = self._arguments(kernel, int(params))
+        self.launches.append(entry)
+        self._enqueue(stream, lambda: kernel.reference(arrays, scalars))
+        return (OK,)
+
+    def _arguments(self, kernel: Kernel, params: int) -> tuple[dict[str, Any], dict[str, Any]]:
+        count = len(kernel.params)
+        pointers = (ctypes.c_void_p * max(count, 1)).from_address(params)
+        scalars: dict[str, Any] = {}
+        addresses: dict[str, int] = {}
+        for p, slot in zip(kernel.params, pointers, strict=False):
+            if isinstance(p, ScalarParam):
+                scalars[p.name] = p.dtype.type(_CTYPES[p.dtype].from_address(slot).value)
+            else:
+                addresses[p.name] = ctypes.c_uint64.from_address(slot).value
+        symbols = {
+            str(p.default): int(scalars[p.name])
+            for p in kernel.scalar_params
+            if isinstance(p.default, str)
+        }
+        arrays = {}
+        for p in kernel.buffer_params:
+            length = p.length if isinstance(p.length, int) else symbols.get(p.length)
+            if length is None:
+                raise NotImplementedError(
+                    f"the simulator cannot size {kernel.name}.{p.name} ({p.length!r})"
+                )
+            arrays[p.name] = _typed(self.view(addresses[p.name], length * p.dtype.itemsize), p)
+        return arrays, scalars
+
+    def cuFuncSetAttribute(self, *args: Any) -> tuple[Any]:  # noqa: N802
+        return (OK,)
+
+    # ----------------------------------------------------------------- graphs
+    def cuStreamBeginCapture(self, stream: Any, mode: Any) -> tuple[Any]:  # noqa: N802
+        self._capturing[stream] = []
+        return (OK,)
+
+    def cuStreamEndCapture(self, stream: Any) -> tuple[Any, int]:  # noqa: N802
+        graph = next(self._ids)
+        self._graphs[graph] = self._capturing.pop(stream)
+        return (OK, graph)
+
+    def cuGraphInstantiate(self, graph: int, flags: int) -> tuple[Any, int]:  # noqa: N802
+        return (OK, graph)
+
+    def cuGraphLaunch(self, graph_exec: int, stream: Any) -> tuple[Any]:  # noqa: N802
+        for op in self._graphs[int(graph_exec)]:
+            self._enqueue(stream, op)
+        return (OK,)
+
+    def _succeed(self, *args: Any) -> tuple[Any]:
+        return (OK,)
+
+    cuStreamDestroy = cuStreamSynchronize = cuStreamWaitEvent = _succeed  # noqa: N815
+    cuEventDestroy = cuModuleUnload = cuGraphExecDestroy = cuGraphDestroy = _succeed  # noqa: N815
+    cuEventSynchronize = _succeed  # noqa: N815
+
+
+def _typed(raw: np.ndarray, p: BufferParam) -> np.ndarray:
+    return raw.view(p.dtype)
+
+
+def _fake_compile(kernel: Kernel, arch: str) -> CompiledKernel:
+    """An "image" that names the entry (NVRTC is not run)."""
+    return CompiledKernel(
+        image=kernel.entry.encode(),
+        entry=kernel.entry,
+        arch=arch,
+        nvrtc_version=(0, 0),
+        log="",
+        key=f"simulated-{kernel.entry}",
+    )
+
+
+def install(
+    monkeypatch: pytest.MonkeyPatch, kernels: Iterable[Kernel] = (), *, lag: int = 0
+) -> SimulatedDriver:
+    """Make vyre_async load the simulator instead of the driver, and skip NVRTC."""
+    from vyre_async.backends import _cuda_launch
+    from vyre_async.streams import _driver
+
+    sim = SimulatedDriver(kernels, lag=lag)
+    sim._faults = {}
+    monkeypatch.setattr(_driver, "_driver", sim)
+    monkeypatch.setattr(_driver, "_failure", None)
+    monkeypatch.setattr(_cuda_launch, "compile_kernel", sim.compile)
+    return sim

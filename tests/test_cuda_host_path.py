@@ -1,0 +1,356 @@
+"""The CUDA backend's host path on the simulated driver (``cuda_sim``): no GPU needed.
+
+The simulator runs each kernel's NumPy reference where the device would run the
+kernel, so these tests check what the backend's Python does (bound launches,
+staging, argument blocks, fences, waiting, releases, guards) against float64
+references; what the GPU computes is checked in ``tests/gpu/``.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import numpy as np
+import pytest
+
+import vyre_async as va
+from vyre_async.errors import DeviceLostError, DispatchError, LifecycleError, ValidationError
+from vyre_async.kernels import axpy, histogram256, sum_reduce
+from vyre_async.testing import spin_kernel
+
+sys.path.insert(0, str(Path(__file__).parent))
+import cuda_sim
+
+#: Ceilings on the Python function calls of one repeated awaited resident dispatch
+#: (library code and the event loop's, the simulator's own calls excluded), with the
+#: event finishing at the second query (two loop turns). Measured: 108 on asyncio and
+#: 194 on trio (a trio checkpoint is about 40 calls of trio's own), for a dispatch and
+#: for a prepared call alike. The guard is deterministic: it fails when the hot path
+#: grows. Before bound launches one such dispatch made about 300 calls on asyncio.
+CALL_CEILINGS = {"asyncio": 120, "trio": 210}
+
+
+@pytest.fixture
+async def sim(monkeypatch: pytest.MonkeyPatch) -> cuda_sim.SimulatedDriver:
+    """The simulated driver, installed for this test."""
+    return cuda_sim.install(monkeypatch, lag=1)
+
+
+@pytest.fixture
+async def cuda(sim: cuda_sim.SimulatedDriver) -> AsyncIterator[Any]:
+    """A CUDA backend on the simulated driver, checked for leaks on the way out."""
+    async with va.open_backend("cuda") as backend:
+        before = backend.live_allocations()
+        yield backend
+        after = backend.live_allocations()
+        assert after == before, f"live allocations changed: {before} -> {after}"
+
+
+def axpy_ref(a: float, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    return (np.float64(a) * x.astype(np.float64) + y.astype(np.float64)).astype(np.float32)
+
+
+async def test_host_input_dispatch_equals_the_float64_reference(
+    cuda: Any, rng: np.random.Generator
+) -> None:
+    """Host inputs go through staging; outputs are new arrays equal to float64 axpy."""
+    n = int(rng.integers(1, 5000))
+    x, y = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
+    y_before = y.copy()
+    for a in (2.0, -0.5, 3.0):  # the same binding again: a lookup, new scalars
+        out = await cuda.dispatch(axpy, {"x": x, "y": y}, a=a)
+        np.testing.assert_allclose(out["y"], axpy_ref(a, x, y), rtol=1e-6, atol=1e-6)
+        assert out["y"] is not y
+    np.testing.assert_array_equal(y, y_before)  # the caller's array is untouched
+
+
+async def test_outputs_are_written_into_a_poisoned_staging_block(
+    cuda: Any, rng: np.random.Generator, sim: cuda_sim.SimulatedDriver
+) -> None:
+    """A reused staging block full of garbage still gives zeroed-then-written outputs."""
+    data = rng.integers(0, 256, 10_000, dtype=np.uint8)
+    first = await cuda.dispatch(histogram256, {"data": data})
+    for launch in cuda._launches.values():
+        for staging in launch.spares:
+            staging.pinned.array[:] = 0xFF  # poison what the next dispatch reuses
+            sim.view(staging.block.ptr, staging.block.nbytes)[:] = 0xFF
+    second = await cuda.dispatch(histogram256, {"data": data})
+    expected = np.bincount(data, minlength=256).astype(np.uint32)
+    np.testing.assert_array_equal(first["counts"], expected)
+    np.testing.assert_array_equal(second["counts"], expected)
+
+
+async def test_resident_dispatches_run_in_place_in_order(
+    cuda: Any, rng: np.random.Generator
+) -> None:
+    """Resident axpy applied three times equals the float64 model of the three."""
+    n = 4096
+    x, y = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
+    xb, yb = await cuda.upload(x), await cuda.upload(y)
+    model = y.astype(np.float64)
+    for a in (1.5, -2.0, 0.25):
+        assert await cuda.dispatch(axpy, {"x": xb, "y": yb}, a=a) == {}
+        model = (a * x.astype(np.float64) + model).astype(np.float32).astype(np.float64)
+    np.testing.assert_allclose(await cuda.read(yb), model, rtol=1e-5, atol=1e-5)
+    await cuda.free(xb)
+    await cuda.free(yb)
+
+
+async def test_a_prepared_dispatch_runs_its_bound_inputs_with_new_scalars(
+    cuda: Any, rng: np.random.Generator
+) -> None:
+    """prepare() binds once; each call takes new scalars and the host arrays' contents."""
+    n = 777
+    x, y = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
+    prepared = await cuda.prepare(axpy, {"x": x, "y": y}, a=1.0)
+    assert isinstance(prepared, va.PreparedDispatch)
+    np.testing.assert_allclose((await prepared())["y"], axpy_ref(1.0, x, y), rtol=1e-6)
+    np.testing.assert_allclose((await prepared(a=4.0))["y"], axpy_ref(4.0, x, y), rtol=1e-6)
+    x[:] = rng.standard_normal(n)  # held arrays are read at each call
+    np.testing.assert_allclose((await prepared())["y"], axpy_ref(1.0, x, y), rtol=1e-6)
+    with pytest.raises(ValidationError, match="not finite"):
+        await prepared(a=float("inf"))
+    np.testing.assert_allclose((await prepared())["y"], axpy_ref(1.0, x, y), rtol=1e-6)
+
+
+async def test_a_freed_buffer_under_a_cached_binding_is_refused(cuda: Any) -> None:
+    """After a free, the cached binding and a prepared dispatch refuse the buffer."""
+    x = np.ones(64, np.float32)
+    xb, yb = await cuda.upload(x), await cuda.upload(x)
+    await cuda.dispatch(axpy, {"x": xb, "y": yb}, a=1.0)
+    prepared = await cuda.prepare(axpy, {"x": xb, "y": yb}, a=1.0)
+    await cuda.free(xb)
+    with pytest.raises(LifecycleError, match=r"already freed.*Fix:"):
+        await cuda.dispatch(axpy, {"x": xb, "y": yb}, a=1.0)
+    with pytest.raises(LifecycleError, match=r"already freed.*Fix:"):
+        await prepared()
+    await cuda.free(yb)
+
+
+async def test_a_buffer_reallocated_at_a_freed_address_is_a_new_binding(
+    cuda: Any, rng: np.random.Generator
+) -> None:
+    """A buffer freed and allocated again at the same address is bound afresh: the new
+    handle computes on its own data and the old handle stays refused."""
+    n = 256
+    x = rng.standard_normal(n).astype(np.float32)
+    old_y = await cuda.upload(np.zeros(n, np.float32))
+    xb = await cuda.upload(x)
+    await cuda.dispatch(axpy, {"x": xb, "y": old_y}, a=1.0)
+    old_address = cuda._registry.storage(old_y).ptr
+    await cuda.free(old_y)
+    new_y = await cuda.upload(np.full(n, 5.0, np.float32))
+    assert cuda._registry.storage(new_y).ptr == old_address  # the pool gave it back
+    await cuda.dispatch(axpy, {"x": xb, "y": new_y}, a=2.0)
+    np.testing.assert_allclose(await cuda.read(new_y), axpy_ref(2.0, x, np.full(n, 5.0)))
+    with pytest.raises(LifecycleError, match="already freed"):
+        await cuda.dispatch(axpy, {"x": xb, "y": old_y}, a=1.0)
+    await cuda.free(xb)
+    await cuda.free(new_y)
+
+
+async def test_a_cancelled_await_keeps_memory_and_guards_until_the_work_ends(
+    cuda: Any, sim: cuda_sim.SimulatedDriver
+) -> None:
+    """Cancelling an await stops the waiter only: the buffers stay in use (free is
+    refused) and the staging memory stays out until the event finishes."""
+    x = np.ones(128, np.float32)
+    xb, yb = await cuda.upload(x), await cuda.upload(x)
+    baseline = cuda.live_allocations()
+    with sim.holding():
+        with anyio.move_on_after(0.05) as scope:
+            await cuda.dispatch(axpy, {"x": xb, "y": yb}, a=1.0)
+        assert scope.cancelled_caught
+        assert cuda.live_allocations()["in_flight"] == 1
+        with pytest.raises(LifecycleError, match="unfinished"):
+            await cuda.free(yb)
+        with anyio.move_on_after(0.05):
+            await cuda.dispatch(axpy, {"x": x, "y": x}, a=1.0)  # staged host work
+        assert cuda.live_allocations()["pinned"] > baseline["pinned"]
+    with anyio.fail_after(5):
+        await cuda.settle([xb, yb])
+        await cuda._watcher.drain()  # the cancelled host dispatch too
+    assert cuda.live_allocations() == baseline
+    await cuda.free(xb)
+    await cuda.free(yb)
+
+
+async def test_dispatches_of_one_turn_share_one_fence(
+    cuda: Any, sim: cuda_sim.SimulatedDriver, rng: np.random.Generator
+) -> None:
+    """Sixty-four tasks dispatching at once record far fewer events than dispatches,
+    and every task gets its own, right result."""
+    x, y = (
+        rng.standard_normal(1000).astype(np.float32),
+        rng.standard_normal(1000).astype(np.float32),
+    )
+    await cuda.dispatch(axpy, {"x": x, "y": y}, a=0.0)  # bound and warm
+    records = sim.calls.get("cuEventRecord", 0)
+    results: dict[int, np.ndarray] = {}
+
+    async def one(index: int) -> None:
+        results[index] = (await cuda.dispatch(axpy, {"x": x, "y": y}, a=float(index)))["y"]
+
+    async with anyio.create_task_group() as tg:
+        for index in range(64):
+            tg.start_soon(one, index)
+    for index in range(64):
+        np.testing.assert_allclose(results[index], axpy_ref(index, x, y), rtol=1e-5, atol=1e-5)
+    assert sim.calls["cuEventRecord"] - records <= 16
+
+
+async def test_a_failed_launch_among_coalesced_dispatches_fails_only_itself(
+    cuda: Any, sim: cuda_sim.SimulatedDriver, rng: np.random.Generator
+) -> None:
+    """Of nine dispatches submitted in one turn the middle one fails to launch: it
+    raises at once; the others share fences (one event per stream) and give right
+    results."""
+    x = rng.standard_normal(500).astype(np.float32)
+    await cuda.dispatch(axpy, {"x": x, "y": x}, a=1.0)
+    await cuda.dispatch(sum_reduce, {"x": x})
+    sim.failing_launches[sum_reduce.entry] = cuda_sim.R.CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES
+    pendings = {}
+    with sim.holding():
+        for index in range(9):
+            if index == 4:
+                with pytest.raises(DispatchError, match=r"OUT_OF_RESOURCES.*Fix:"):
+                    cuda.submit(sum_reduce, {"x": x})
+            else:
+                pendings[index] = cuda.submit(axpy, {"x": x, "y": x}, a=float(index))
+        fences = {id(p._completion.fence) for p in pendings.values()}
+        assert len(fences) < len(pendings)
+    sim.failing_launches.clear()
+    for index, pending in pendings.items():
+        np.testing.assert_allclose((await pending)["y"], axpy_ref(index, x, x), rtol=1e-6)
+
+
+async def test_a_device_fault_fails_every_dispatch_of_its_fence(
+    sim: cuda_sim.SimulatedDriver,
+) -> None:
+    """A sticky error on a shared fence fails each of its dispatches with DeviceLostError."""
+    x = np.ones(64, np.float32)
+    async with va.open_backend("cuda") as backend:
+        await backend.dispatch(axpy, {"x": x, "y": x}, a=1.0)
+        sim.next_event_result = cuda_sim.R.CUDA_ERROR_ILLEGAL_ADDRESS
+        errors: list[BaseException] = []
+
+        async def run() -> None:
+            try:
+                await backend.dispatch(axpy, {"x": x, "y": x}, a=1.0)
+            except DeviceLostError as exc:
+                errors.append(exc)
+
+        async with anyio.create_task_group() as tg:
+            for _ in range(3):
+                tg.start_soon(run)
+        assert len(errors) == 3
+        with pytest.raises(DeviceLostError, match="lost earlier"):
+            await backend.dispatch(axpy, {"x": x, "y": x}, a=1.0)
+
+
+async def test_submit_returns_a_pending_dispatch_and_unawaited_outputs_survive_close(
+    sim: cuda_sim.SimulatedDriver, rng: np.random.Generator
+) -> None:
+    """submit() makes a PendingDispatch; one never awaited before the backend closed
+    still gives its outputs afterwards."""
+    x, y = rng.standard_normal(300).astype(np.float32), rng.standard_normal(300).astype(np.float32)
+    async with va.open_backend("cuda") as backend:
+        pending = backend.submit(axpy, {"x": x, "y": y}, a=2.0)
+        timed = await backend.submit(
+            axpy, {"x": x, "y": y}, a=1.0, config=va.DispatchConfig(timing=True)
+        ).timed()
+        assert timed.timing.device_ns == 500_000  # the simulator's 0.5 ms
+    np.testing.assert_allclose((await pending)["y"], axpy_ref(2.0, x, y), rtol=1e-6)
+
+
+async def test_a_kernel_not_loaded_yet_is_loaded_then_dispatched(
+    cuda: Any, rng: np.random.Generator
+) -> None:
+    """submit() of a kernel never loaded binds now and enqueues once it has loaded."""
+    x = rng.standard_normal(64).astype(np.float32)
+    pending = cuda.submit(spin_kernel, {"x": x}, cycles=1)
+    out = await pending
+    np.testing.assert_array_equal(out["y"], x)
+
+
+async def test_large_host_inputs_are_staged_in_a_worker_thread(
+    cuda: Any, monkeypatch: pytest.MonkeyPatch, rng: np.random.Generator
+) -> None:
+    """Inputs over 1 MiB are copied into staging off the event loop."""
+    calls: list[str] = []
+    run_sync = anyio.to_thread.run_sync
+
+    async def recording(func: Any, *args: Any, **kwargs: Any) -> Any:
+        calls.append(getattr(func, "__name__", "?"))
+        return await run_sync(func, *args, **kwargs)
+
+    monkeypatch.setattr(anyio.to_thread, "run_sync", recording)
+    n = 600_000  # 2.4 MB per buffer
+    x, y = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
+    out = await cuda.dispatch(axpy, {"x": x, "y": y}, a=0.5)
+    np.testing.assert_allclose(out["y"], axpy_ref(0.5, x, y), rtol=1e-6)
+    assert "copy" in calls
+
+
+async def test_work_that_depends_on_one_stream_stays_on_it(
+    cuda: Any, sim: cuda_sim.SimulatedDriver
+) -> None:
+    """A dispatch that must follow unfinished work on one stream joins that stream:
+    ordered by the stream, with no cross-stream wait."""
+    x = np.ones(64, np.float32)
+    xb, yb = await cuda.upload(x), await cuda.upload(x)
+    with sim.holding():
+        first = cuda.submit(axpy, {"x": xb, "y": yb}, a=1.0)
+        second = cuda.submit(axpy, {"x": xb, "y": yb}, a=1.0)
+        assert sim.calls.get("cuStreamWaitEvent", 0) == 0
+    await first
+    await second
+    np.testing.assert_array_equal(await cuda.read(yb), np.full(64, 3.0, np.float32))
+    await cuda.free(xb)
+    await cuda.free(yb)
+
+
+def _library_calls(frame: Any) -> bool:
+    return not frame.f_code.co_filename.endswith("cuda_sim.py")
+
+
+async def _count_calls(coroutine_factory: Any) -> int:
+    count = 0
+
+    def profile(frame: Any, event: str, arg: Any) -> None:
+        nonlocal count
+        if event in ("call", "c_call") and _library_calls(frame):
+            count += 1
+
+    sys.setprofile(profile)
+    try:
+        await coroutine_factory()
+    finally:
+        sys.setprofile(None)
+    return count
+
+
+async def test_a_repeated_resident_dispatch_stays_under_its_call_ceiling(
+    cuda: Any, anyio_backend: str
+) -> None:
+    """One repeated awaited resident dispatch, and one prepared call, make at most a
+    fixed number of Python calls (a deterministic guard of the hot path)."""
+    x = np.ones(1024, np.float32)
+    xb, yb = await cuda.upload(x), await cuda.upload(x)
+    try:
+        prepared = await cuda.prepare(axpy, {"x": xb, "y": yb}, a=1.0)
+        for _ in range(20):
+            await cuda.dispatch(axpy, {"x": xb, "y": yb}, a=1.0)
+            await prepared()
+        dispatch = await _count_calls(lambda: cuda.dispatch(axpy, {"x": xb, "y": yb}, a=1.0))
+        direct = await _count_calls(prepared)
+    finally:
+        await cuda.free(xb)
+        await cuda.free(yb)
+    ceiling = CALL_CEILINGS[anyio_backend]
+    assert dispatch <= ceiling, f"{dispatch} calls per dispatch"
+    assert direct <= ceiling, f"{direct} calls per prepared call"
