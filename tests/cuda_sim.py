@@ -19,6 +19,7 @@ import bisect
 import contextlib
 import ctypes
 import itertools
+import time
 import types
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
@@ -76,7 +77,14 @@ class SimulatedDriver(types.ModuleType):
         launches: Entry names of the kernels launched, in order.
     """
 
-    def __init__(self, kernels: Iterable[Kernel] = (), *, lag: int = 0) -> None:
+    def __init__(
+        self,
+        kernels: Iterable[Kernel] = (),
+        *,
+        lag: int = 0,
+        latency_s: float | None = None,
+        execute: bool = True,
+    ) -> None:
         super().__init__("simulated_driver")
         self._ids = itertools.count(0x1000)
         self._kernels = {k.entry: k for k in (*BUILTIN_KERNELS, *kernels)}
@@ -91,6 +99,12 @@ class SimulatedDriver(types.ModuleType):
         self._capturing: dict[Any, list[Callable[[], None]]] = {}
         self._graphs: dict[int, list[Callable[[], None]]] = {}
         self.lag = lag
+        #: When set, an event finishes this long (real time) after it was recorded,
+        #: instead of after ``lag`` queries: for measuring the host path's throughput.
+        self.latency_s = latency_s
+        #: Whether launches run the kernel's reference (off: only the host path is timed).
+        self.execute = execute
+        self._ready_at: dict[Any, float] = {}
         self.held = False
         self.calls: dict[str, int] = {}
         self.launches: list[str] = []
@@ -244,6 +258,9 @@ class SimulatedDriver(types.ModuleType):
         if self.held:
             self._events[event] = -1
             self._held_events.append(event)
+        elif self.latency_s is not None:
+            self._events[event] = 0
+            self._ready_at[event] = time.perf_counter() + self.latency_s
         else:
             self._events[event] = self.lag
         if self.next_event_result is not None:
@@ -256,6 +273,9 @@ class SimulatedDriver(types.ModuleType):
     def cuEventQuery(self, event: Any) -> tuple[Any]:  # noqa: N802
         self._count("cuEventQuery")
         left = self._events.get(event, 0)
+        if self.latency_s is not None and left == 0:
+            if time.perf_counter() < self._ready_at.get(event, 0.0):
+                return (NOT_READY,)
         if left < 0 or left > 0:
             if left > 0:
                 self._events[event] = left - 1
@@ -306,9 +326,11 @@ class SimulatedDriver(types.ModuleType):
         failure = self.failing_launches.get(entry)
         if failure is not None:
             return (failure,)
+        self.launches.append(entry)
+        if not self.execute:
+            return (OK,)
         kernel = self._kernels[entry]
         arrays, scalars = self._arguments(kernel, int(params))
-        self.launches.append(entry)
         self._enqueue(stream, lambda: kernel.reference(arrays, scalars))
         return (OK,)
 
@@ -383,13 +405,16 @@ def _fake_compile(kernel: Kernel, arch: str) -> CompiledKernel:
 
 
 def install(
-    monkeypatch: pytest.MonkeyPatch, kernels: Iterable[Kernel] = (), *, lag: int = 0
+    monkeypatch: pytest.MonkeyPatch, kernels: Iterable[Kernel] = (), **options: Any
 ) -> SimulatedDriver:
-    """Make vyre_async load the simulator instead of the driver, and skip NVRTC."""
+    """Make vyre_async load the simulator instead of the driver, and skip NVRTC.
+
+    ``options`` go to :class:`SimulatedDriver` (``lag``, ``latency_s``, ``execute``).
+    """
     from vyre_async.backends import _cuda_launch
     from vyre_async.streams import _driver
 
-    sim = SimulatedDriver(kernels, lag=lag)
+    sim = SimulatedDriver(kernels, **options)
     sim._faults = {}
     monkeypatch.setattr(_driver, "_driver", sim)
     monkeypatch.setattr(_driver, "_failure", None)

@@ -354,3 +354,65 @@ async def test_a_repeated_resident_dispatch_stays_under_its_call_ceiling(
     ceiling = CALL_CEILINGS[anyio_backend]
     assert dispatch <= ceiling, f"{dispatch} calls per dispatch"
     assert direct <= ceiling, f"{direct} calls per prepared call"
+
+
+def _double_plus() -> va.Kernel:
+    """``y = 2 y + c`` in place: each result depends on the order of application."""
+    from vyre_async.kernels import BufferParam, ScalarParam, grid_stride
+
+    return va.Kernel(
+        name="double_plus",
+        source='extern "C" __global__ void double_plus(float* y, float c, int n) {}',
+        entry="double_plus",
+        params=(
+            BufferParam("y", np.float32, "inout", "n"),
+            ScalarParam("c", np.float32),
+            ScalarParam("n", np.int32, default="n"),
+        ),
+        launch=grid_stride("n"),
+        reference=lambda arrays, scalars: np.copyto(arrays["y"], arrays["y"] * 2 + scalars["c"]),
+    )
+
+
+async def test_submissions_of_a_kernel_still_loading_keep_submission_order(
+    cuda: Any, rng: np.random.Generator
+) -> None:
+    """Sixteen submissions on one buffer of a kernel not loaded yet (each enqueued from a
+    task once it has loaded) apply in the order they were submitted."""
+    kernel = _double_plus()
+    y0 = rng.uniform(-1, 1, 1000).astype(np.float32)
+    constants = [float(c) for c in rng.integers(1, 9, size=16)]
+    buf = await cuda.upload(y0)
+    pendings = [cuda.submit(kernel, {"y": buf}, c=c) for c in constants]
+    for pending in reversed(pendings):
+        await pending
+    got = await cuda.read(buf)
+    await cuda.free(buf)
+    want = y0.astype(np.float64)
+    for c in constants:
+        want = want * 2 + c
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+
+
+async def test_a_submission_copies_small_host_inputs_before_it_returns(
+    cuda: Any, rng: np.random.Generator
+) -> None:
+    """Host inputs of a submission whose kernel still loads are copied at submit: the
+    caller may overwrite its array at once."""
+    kernel = _double_plus()
+    y = rng.uniform(-1, 1, 100).astype(np.float32)
+    want = y.astype(np.float64) * 2 + 3
+    pending = cuda.submit(kernel, {"y": y}, c=3.0)
+    y[:] = 1000.0
+    np.testing.assert_allclose((await pending)["y"], want, rtol=1e-6)
+
+
+async def test_an_empty_dispatch_returns_empty_outputs_without_a_launch(
+    cuda: Any, sim: cuda_sim.SimulatedDriver
+) -> None:
+    """Zero-length inputs give zero-length outputs and launch nothing."""
+    empty = np.zeros(0, np.float32)
+    launched = len(sim.launches)
+    out = await cuda.dispatch(axpy, {"x": empty, "y": empty}, a=1.0)
+    assert out["y"].shape == (0,)
+    assert len(sim.launches) == launched

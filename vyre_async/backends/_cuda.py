@@ -56,7 +56,15 @@ from ..streams._memory import DeviceAllocation, DeviceMemoryPool, PinnedBuffer, 
 from ..streams._pending import PendingDispatch
 from ..streams._watcher import CompletionWatcher
 from ._config import DispatchConfig
-from ._core import BackendCore, BackendState, Outputs, ReadPlan, _quietly, check_repeat_count
+from ._core import (
+    BackendCore,
+    BackendState,
+    Outputs,
+    ReadPlan,
+    _quietly,
+    _uses,
+    check_repeat_count,
+)
 from ._cuda_bound import (
     SPARE_STAGING,
     SPARE_STAGING_MAX_BYTES,
@@ -170,7 +178,20 @@ class _DispatchWork(_Work):
     __slots__ = ("launch",)
 
     def __init__(self, backend: CudaBackend, launch: BoundLaunch | None) -> None:
-        _Work.__init__(self, backend)
+        # _Work.__init__ inlined (one call less per dispatch).
+        self._done = False
+        self._error = None
+        self._callbacks = None
+        self._waiters = None
+        self._source = None
+        self.device_ns = None
+        self.fence = None
+        self.backend = backend
+        self.outputs = None
+        self.records = _NO_WAITS
+        self.timing = None
+        self.host = None
+        self.keep = False
         #: ``None`` only until a submission whose kernel had to load is bound.
         self.launch = launch
 
@@ -605,7 +626,7 @@ class CudaBackend(BackendCore[DeviceAllocation]):
         """Enqueue one dispatch of a bound launch and wait for it (the awaited path)."""
         start = time.perf_counter_ns()
         if scalars != launch.raw_scalars or [*map(type, scalars.values())] != launch.raw_types:
-            launch.set_scalars(scalars)
+            launch.set_scalars(scalars)  # validated before anything is claimed
         registry = self._registry
         if launch.generation != registry.generation:
             launch.refresh(registry)
@@ -613,15 +634,20 @@ class CudaBackend(BackendCore[DeviceAllocation]):
         if config is not None:
             times, timing = config.fixpoint_iterations, config.timing
         staging = None
+        waited = False
         if launch.plan is not None and launch.plan.total > _INLINE_COPY_BYTES:
             staging = await self._stage_in_thread(launch, inputs)
+            waited = True
         work = _DispatchWork(self, launch)
         work.keep = bool(launch.outputs)
         records = launch.records
         waits = registry.claim(records, work) if records else _NO_WAITS
         work.records = records
-        if waits:
+        if waits and _unrecorded(waits):
             await self._await_unrecorded(work, waits, staging)
+            waited = True
+        if waited and scalars != launch.raw_scalars:
+            launch.set_scalars(scalars)  # another dispatch of this launch ran meanwhile
         self._enqueue_dispatch(launch, work, inputs, waits, times, timing, staging)
         enqueued = time.perf_counter_ns()
         if not work._done:
@@ -641,9 +667,8 @@ class CudaBackend(BackendCore[DeviceAllocation]):
             work.drop()
             raise work._error
         outputs: Outputs = {}
-        staging = work.host
-        if staging is not None:
-            outputs = launch.take_outputs(staging)
+        if work.keep:
+            outputs = launch.take_outputs(work.host)
             counters.bytes_downloaded += launch.download[1]
             work.drop()
         end = time.perf_counter_ns()
@@ -700,7 +725,11 @@ class CudaBackend(BackendCore[DeviceAllocation]):
         device = self._device
         assert device is not None
         device.make_current()
-        lane = self._lane_after(waits) if waits else self._next_lane()
+        if waits:
+            lane = self._lane_after(waits)
+        else:
+            self._turn = turn = self._turn + 1
+            lane = self._lanes[turn % STREAMS]
         stream = lane.stream
         try:
             self._watcher.check_accepting()
@@ -833,9 +862,7 @@ class CudaBackend(BackendCore[DeviceAllocation]):
     def _copy_out_outputs(self, work: _Work) -> Any:
         if isinstance(work, _DispatchWork):
             launch = work.launch
-            if launch is None or work.host is None:
-                return {}
-            return launch.take_outputs(work.host)
+            return launch.take_outputs(work.host) if launch is not None else {}
         assert isinstance(work, _SequenceWork)
         return work.plan.copy_out(work.host.array) if work.host is not None else []
 
@@ -879,7 +906,7 @@ class CudaBackend(BackendCore[DeviceAllocation]):
                     launch = self._new_launch(call, loaded, scalars)
                     self._remember(key, launch)
         if launch is None:
-            work = self._submit_later(kernel, dict(inputs), scalars, config)
+            work = self._submit_later(kernel, call, dict(inputs), scalars, config)
         else:
             if scalars != launch.raw_scalars or [*map(type, scalars.values())] != launch.raw_types:
                 launch.set_scalars(scalars)
@@ -892,9 +919,10 @@ class CudaBackend(BackendCore[DeviceAllocation]):
             waits = registry.claim(records, work) if records else _NO_WAITS
             work.records = records
             large = launch.plan is not None and launch.plan.total > _INLINE_COPY_BYTES
-            if large or any(w.fence is None and not w._done for w in waits):
+            if large or _unrecorded(waits):
+                held = dict(inputs) if large else _snapshot(inputs)
                 self._task_group_or_raise().start_soon(
-                    self._enqueue_later, launch, work, dict(inputs), waits, config
+                    self._enqueue_later, launch, work, held, dict(scalars), waits, config
                 )
             else:
                 self._enqueue_dispatch(
@@ -910,30 +938,30 @@ class CudaBackend(BackendCore[DeviceAllocation]):
     def _submit_later(
         self,
         kernel: Kernel,
+        call: BoundCall[Any],
         inputs: dict[str, Any],
         scalars: dict[str, Any],
         config: DispatchConfig,
     ) -> _Work:
-        """A submission whose kernel must load first: bound, then enqueued from a task."""
-        placeholder = _DispatchWork(self, None)
+        """A submission whose kernel must load first: validated and its buffers claimed
+        now (so submission order holds), bound and enqueued from a task once loaded."""
+        work = _DispatchWork(self, None)
+        registry = self._registry
+        records = registry.resolve(_uses([call]))
+        waits = registry.claim(records, work)
+        work.records = records
+        held = _snapshot(inputs)
 
         async def later() -> None:
-            try:
-                launch = await self._bound_launch(kernel, inputs, scalars)
-            except BaseException as exc:
-                placeholder.complete(exc)
-                raise
-            placeholder.launch = launch
-            placeholder.keep = bool(launch.outputs)
-            records = launch.records
-            waits = self._registry.claim(records, placeholder) if records else _NO_WAITS
-            placeholder.records = records
+            launch = await self._bound_launch(kernel, held, scalars)
+            work.launch = launch
+            work.keep = bool(launch.outputs)
             self._counters.dispatches += 1
             self._counters.kernel_launches += launch.launches * config.fixpoint_iterations
-            await self._enqueue_later(launch, placeholder, inputs, waits, config)
+            await self._enqueue_later(launch, work, held, scalars, waits, config)
 
-        self._task_group_or_raise().start_soon(self._guarded, later, placeholder)
-        return placeholder
+        self._task_group_or_raise().start_soon(self._guarded, later, work)
+        return work
 
     async def _guarded(self, fn: Callable[[], Coroutine[Any, Any, None]], work: _Work) -> None:
         """Run a later enqueue; its failure belongs to the work's awaiter, not the group."""
@@ -960,6 +988,7 @@ class CudaBackend(BackendCore[DeviceAllocation]):
         launch: BoundLaunch,
         work: _DispatchWork,
         inputs: dict[str, Any],
+        scalars: dict[str, Any],
         waits: list[Completion],
         config: DispatchConfig,
     ) -> None:
@@ -970,6 +999,11 @@ class CudaBackend(BackendCore[DeviceAllocation]):
             if waits:
                 await self._await_unrecorded(work, waits, staging)
             self._check_healthy()
+            # The block holds whatever scalars the launch's last dispatch wrote.
+            if scalars != launch.raw_scalars:
+                launch.set_scalars(scalars)
+            if launch.generation != self._registry.generation:
+                launch.refresh(self._registry)
             self._enqueue_dispatch(
                 launch, work, inputs, waits, config.fixpoint_iterations, config.timing, staging
             )
@@ -1681,6 +1715,22 @@ class CudaBackend(BackendCore[DeviceAllocation]):
 
 def _keep_alive(*_: object) -> None:
     """A completion callback whose only job is to hold its arguments until it runs."""
+
+
+def _snapshot(inputs: Mapping[str, Any]) -> dict[str, Any]:
+    """The inputs with host arrays copied: what a submission enqueued later reads.
+
+    ``submit`` promises that small host inputs are copied before it returns.
+    """
+    return {
+        name: value.copy() if isinstance(value, np.ndarray) else value
+        for name, value in inputs.items()
+    }
+
+
+def _unrecorded(waits: list[Completion]) -> bool:
+    """Whether earlier work among ``waits`` is not enqueued yet (it has no fence)."""
+    return any(w.fence is None and not w._done for w in waits)
 
 
 def _once(release: Callable[[Any], None], item: Any) -> Callable[[], None]:

@@ -97,6 +97,7 @@ class BoundLaunch:
     """
 
     __slots__ = (
+        "_empty",
         "_pointers",
         "args",
         "block",
@@ -177,6 +178,7 @@ class BoundLaunch:
         self.download = plan.download
         #: Names of the host-bound outputs, in layout order.
         self.outputs = list(plan.outputs)
+        self._empty = [(s.name, s.dtype, s.shape) for s in plan.slots if s.name in plan.outputs]
         self.spares: list[Staging] = []
         #: Whether idle staging pairs are kept here (the backend's cached launches);
         #: a prepared dispatch's launch gives them back to the pools, which cache them.
@@ -222,7 +224,10 @@ class BoundLaunch:
             slot.value = base + offset
         self.block_ptr = base
 
-    def take_outputs(self, staging: Staging) -> dict[str, np.ndarray]:
-        """The host-bound outputs, copied out of the page-locked block into new arrays."""
+    def take_outputs(self, staging: Staging | None) -> dict[str, np.ndarray]:
+        """The host-bound outputs, copied out of the page-locked block into new arrays
+        (empty arrays when every host-bound buffer is empty: nothing was staged)."""
+        if staging is None:
+            return {name: np.zeros(shape, dtype) for name, dtype, shape in self._empty}
         typed = staging.typed
         return {name: typed[name].copy() for name in self.outputs}

@@ -117,9 +117,9 @@ class Completion:
                 for event in waiters:
                     event.set()
 
-    def _add_waiter(self) -> anyio.Event:
+    def _add_waiter(self, new_event: Callable[[], anyio.Event] = anyio.Event) -> anyio.Event:
         """A new event that :meth:`complete` sets; for a waiter about to sleep."""
-        event = anyio.Event()
+        event = new_event()
         if self._waiters is None:
             self._waiters = [event]
         else:

@@ -152,6 +152,7 @@ class CompletionWatcher:
         self._clock = clock
         self._now: Callable[[], float] = clock or anyio.current_time
         self._checkpoint: Callable[[], Awaitable[None]] = anyio.lowlevel.checkpoint
+        self._new_event: Callable[[], anyio.Event] = anyio.Event
         self._backoff = Backoff(spin_s=spin_s, min_sleep_s=min_sleep_s, max_sleep_s=max_sleep_s)
         self._few_spin_s = spin_s if few_spin_s is None else few_spin_s
         self._follow_spin_s = follow_spin_s
@@ -162,8 +163,8 @@ class CompletionWatcher:
         self._lanes: list[Lane] = []
         self._in_flight = 0
         self._role: _Role | anyio.Event | None = None
-        # Events of tasks waiting while another polls: the role is handed to them.
-        self._candidates: deque[anyio.Event] = deque()
+        # (event, work) of tasks waiting while another polls: the role is handed to them.
+        self._candidates: deque[tuple[anyio.Event, Completion]] = deque()
         self._wake = anyio.Event()
         self._idle: anyio.Event | None = None
         self._nap: anyio.CancelScope | None = None
@@ -329,18 +330,19 @@ class CompletionWatcher:
                     self._hand_on()
                     return
                 self._to_watcher()  # long work: the watcher backs off, a task would spin
-                event = work._add_waiter()
+                event = work._add_waiter(self._new_event)
                 try:
                     await event.wait()
                 except BaseException:
                     work._discard_waiter(event)
                     raise
                 continue
-            event = work._add_waiter()
+            event = work._add_waiter(self._new_event)
             candidates = self._candidates
             if len(candidates) > _CANDIDATES_SWEEP:
-                self._candidates = candidates = deque(e for e in candidates if not e.is_set())
-            candidates.append(event)
+                self._candidates = candidates = deque(c for c in candidates if not c[1]._done)
+            candidate = (event, work)
+            candidates.append(candidate)
             try:
                 await event.wait()
             except BaseException:
@@ -349,7 +351,7 @@ class CompletionWatcher:
                     self._hand_on()
                 else:
                     with contextlib.suppress(ValueError):
-                        self._candidates.remove(event)
+                        self._candidates.remove(candidate)
                 raise
             if self._role is event:  # handed the role: poll (or pass it on if done)
                 if work.done:
@@ -362,8 +364,8 @@ class CompletionWatcher:
         to the watcher while work is pending."""
         candidates = self._candidates
         while candidates:
-            event = candidates.popleft()
-            if not event.is_set():
+            event, work = candidates.popleft()
+            if not work._done:  # done work's waiter was woken by its completion
                 self._role = event
                 event.set()
                 return
@@ -428,11 +430,12 @@ class CompletionWatcher:
             self._abandon()
 
     def _bind_loop(self) -> None:
-        """Take checkpoint and clock straight from the running loop's anyio backend.
+        """Take checkpoint, clock and events straight from the running loop's anyio backend.
 
         ``anyio.lowlevel.checkpoint()`` and ``anyio.current_time()`` look the backend
-        up on every call (about a microsecond per poll, three calls); the backend of
-        a running loop does not change, so its two functions are looked up once.
+        up on every call (about a microsecond per poll, three calls), and
+        ``anyio.Event()`` also initialises its event twice; the backend of a running
+        loop does not change, so its functions are looked up once.
         This reaches into anyio's ``_core`` (there is no public accessor); if that
         moves, the public functions are used as before.
         """
@@ -441,9 +444,11 @@ class CompletionWatcher:
 
             backend = get_async_backend()
             checkpoint, current_time = backend.checkpoint, backend.current_time
+            new_event = backend.create_event
         except (ImportError, AttributeError, RuntimeError):
             return
         self._checkpoint = checkpoint
+        self._new_event = new_event
         if self._clock is None:
             self._now = current_time
 
@@ -635,7 +640,7 @@ class CompletionWatcher:
                 )
             except Exception:
                 logger.exception("completion_callback_failed")
-        for event in self._candidates:
+        for event, _ in self._candidates:
             event.set()
         self._candidates.clear()
         self._role = None
