@@ -273,10 +273,13 @@ class SimulatedDriver(types.ModuleType):
     def cuEventQuery(self, event: Any) -> tuple[Any]:  # noqa: N802
         self._count("cuEventQuery")
         left = self._events.get(event, 0)
-        if self.latency_s is not None and left == 0:
-            if time.perf_counter() < self._ready_at.get(event, 0.0):
-                return (NOT_READY,)
-        if left < 0 or left > 0:
+        if (
+            self.latency_s is not None
+            and left == 0
+            and time.perf_counter() < self._ready_at.get(event, 0.0)
+        ):
+            return (NOT_READY,)
+        if left != 0:
             if left > 0:
                 self._events[event] = left - 1
             return (NOT_READY,)
