@@ -4,23 +4,26 @@ Each variant runs the same ``axpy`` kernel over 1024 float32 (4 KiB a buffer),
 inputs drawn from a seeded generator (never zeros):
 
 (a)  raw cuda-python: pre-packed ``cuLaunchKernel`` + ``cuEventRecord`` + spin on
-     ``cuEventQuery`` (no event loop: the floor)
+     ``cuEventQuery`` (no event loop involved: the floor)
 (b)  CuPy with host copies: ``cp.asarray`` of both inputs, launch, ``.get()``, sync
 (b2) CuPy on resident arrays: launch + ``stream.record()`` + ``while not ev.done:
      await anyio.sleep(0)`` (the five lines a user writes)
 (b3) CuPy on resident arrays: launch + ``await anyio.to_thread.run_sync(ev.synchronize)``
-(c)  ``await backend.dispatch`` with 4 KiB host inputs (same transfers as b)
+(c)  ``await backend.dispatch`` with 4 KiB host inputs (the transfers of b)
 (d)  ``await backend.dispatch`` with resident inputs
 (d2) ``await prepared(...)`` (``backend.prepare`` on resident inputs)
 (e)  64 tasks, each awaiting 300 resident dispatches on its own buffers: dispatches/s
 (e2) the same 64-task structure with the CuPy poll loop of (b2), each task its stream
 (f)  process CPU time while awaiting one ~200 ms kernel, ours and (f2) the poll loop's
 
-Latencies are per-iteration wall times (``perf_counter_ns``) after warm-up, whose
-end is the host seeing the work finished; medians are reported. Every result is
-checked against the float64 model before timing. Targets (ratios within this run):
-(d) <= 1.0x (b2) and <= 2.0x (a); (d2) <= 1.5x (a); (c) <= 1.0x (b); (e) >= 1.5x (e2)
-and >= 60,000/s; (f) < 10% of a core.
+Latencies are per-iteration wall times (``perf_counter_ns``) whose end is the host
+seeing the work finished. The host's speed drifts within a process, so the latency
+variants run interleaved: ``ROUNDS`` rounds, each running every variant (in a
+rotated order) for ``ITERS / ROUNDS`` iterations after a short warm-up; medians are
+over all rounds. (e) and (e2) alternate the same way, as do (f) and (f2). Every
+variant's result is checked against the float64 model before it is timed. Targets
+(ratios within this run): (d) <= 1.0x (b2) and <= 2.0x (a); (d2) <= 1.5x (a);
+(c) <= 1.0x (b); (e) >= 1.5x (e2) and >= 60,000/s; (f) < 10% of a core.
 
 Usage: ``python bench/dispatch.py --out bench/results/dispatch-<gpu>.json
 [--profile]`` (``--profile`` prints a cProfile of (d) and of one round of (e)).
@@ -51,16 +54,14 @@ from vyre_async.kernels import axpy, compile_kernel
 from vyre_async.testing import spin_kernel
 
 N = 1024
-WARMUP = 300
 ITERS = 2000
+ROUNDS = 5
+WARMUP = 60
 TASKS = 64
 PER_TASK = 300
-RATE_ROUNDS = 3
-
-
-def median_us(samples: list[int]) -> float:
-    """Median of nanosecond samples, in microseconds."""
-    return statistics.median(samples) / 1e3
+RATE_ROUNDS = 4
+CPU_ROUNDS = 3
+SEED = 12345
 
 
 def model(a: float, x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -75,76 +76,67 @@ def check(name: str, got: np.ndarray, want: np.ndarray) -> None:
         raise SystemExit(f"{name}: wrong result (relative error {err:.3g})")
 
 
-def time_sync(body: Callable[[], None]) -> list[int]:
-    """Per-iteration wall times of a synchronous body, after warm-up."""
-    for _ in range(WARMUP):
-        body()
-    samples = []
-    for _ in range(ITERS):
-        start = time.perf_counter_ns()
-        body()
-        samples.append(time.perf_counter_ns() - start)
-    return samples
+class RawDriver:
+    """(a): cuda-python with everything packed once."""
 
+    def __init__(self, x: np.ndarray, y: np.ndarray, arch: str) -> None:
+        from cuda.bindings import driver as cu
 
-async def time_async(body: Callable[[], Awaitable[Any]]) -> list[int]:
-    """Per-iteration wall times of an async body, after warm-up."""
-    for _ in range(WARMUP):
-        await body()
-    samples = []
-    for _ in range(ITERS):
-        start = time.perf_counter_ns()
-        await body()
-        samples.append(time.perf_counter_ns() - start)
-    return samples
+        self.cu = cu
+        cu.cuInit(0)
+        self.device = self.ok(cu.cuDeviceGet(0))
+        self.ok(cu.cuCtxSetCurrent(self.ok(cu.cuDevicePrimaryCtxRetain(self.device))))
+        self.module = self.ok(cu.cuModuleLoadData(compile_kernel(axpy, arch).image))
+        self.function = self.ok(cu.cuModuleGetFunction(self.module, b"axpy"))
+        self.stream = self.ok(cu.cuStreamCreate(int(cu.CUstream_flags.CU_STREAM_NON_BLOCKING)))
+        self.event = self.ok(cu.cuEventCreate(int(cu.CUevent_flags.CU_EVENT_DISABLE_TIMING)))
+        self.dx, self.dy = (
+            int(self.ok(cu.cuMemAlloc(x.nbytes))),
+            int(self.ok(cu.cuMemAlloc(y.nbytes))),
+        )
+        self.ok(cu.cuMemcpyHtoD(self.dx, x.ctypes.data, x.nbytes))
+        self.ok(cu.cuMemcpyHtoD(self.dy, y.ctypes.data, y.nbytes))
+        self.slots = [
+            ctypes.c_uint64(self.dx),
+            ctypes.c_uint64(self.dy),
+            ctypes.c_float(1.0),
+            ctypes.c_int32(N),
+        ]
+        self.params = (ctypes.c_void_p * 4)(*[ctypes.addressof(s) for s in self.slots])
+        self.address = ctypes.addressof(self.params)
+        self.shape = axpy.launch({"n": N})
+        self.not_ready = int(cu.CUresult.CUDA_ERROR_NOT_READY)
+        self.body()
+        got = np.empty_like(y)
+        self.ok(cu.cuStreamSynchronize(self.stream))
+        self.ok(cu.cuMemcpyDtoH(got.ctypes.data, self.dy, y.nbytes))
+        check("(a)", got, model(1.0, x, y))
 
-
-def raw_cuda_python(x: np.ndarray, y: np.ndarray, arch: str) -> list[int]:
-    """(a) The floor: a pre-packed launch, an event record and a spin on the event."""
-    from cuda.bindings import driver as cu
-
-    def ok(result: tuple[Any, ...]) -> Any:
+    def ok(self, result: tuple[Any, ...]) -> Any:
         if int(result[0]) != 0:
             raise RuntimeError(f"driver call failed: {result[0]}")
         return result[1] if len(result) == 2 else result[1:]
 
-    ok(cu.cuInit(0))
-    device = ok(cu.cuDeviceGet(0))
-    context = ok(cu.cuDevicePrimaryCtxRetain(device))
-    ok(cu.cuCtxSetCurrent(context))
-    module = ok(cu.cuModuleLoadData(compile_kernel(axpy, arch).image))
-    function = ok(cu.cuModuleGetFunction(module, b"axpy"))
-    stream = ok(cu.cuStreamCreate(int(cu.CUstream_flags.CU_STREAM_NON_BLOCKING)))
-    event = ok(cu.cuEventCreate(int(cu.CUevent_flags.CU_EVENT_DISABLE_TIMING)))
-    dx, dy = int(ok(cu.cuMemAlloc(x.nbytes))), int(ok(cu.cuMemAlloc(y.nbytes)))
-    ok(cu.cuMemcpyHtoD(dx, x.ctypes.data, x.nbytes))
-    ok(cu.cuMemcpyHtoD(dy, y.ctypes.data, y.nbytes))
-    slots = [ctypes.c_uint64(dx), ctypes.c_uint64(dy), ctypes.c_float(1.0), ctypes.c_int32(N)]
-    params = (ctypes.c_void_p * 4)(*[ctypes.addressof(s) for s in slots])
-    address = ctypes.addressof(params)
-    shape = axpy.launch({"n": N})
-    not_ready = int(cu.CUresult.CUDA_ERROR_NOT_READY)
-
-    def body() -> None:
-        ok(cu.cuLaunchKernel(function, *shape.grid, *shape.block, 0, stream, address, 0))
-        ok(cu.cuEventRecord(event, stream))
-        while int(cu.cuEventQuery(event)[0]) == not_ready:
+    def body(self) -> None:
+        cu, shape = self.cu, self.shape
+        self.ok(
+            cu.cuLaunchKernel(
+                self.function, *shape.grid, *shape.block, 0, self.stream, self.address, 0
+            )
+        )
+        self.ok(cu.cuEventRecord(self.event, self.stream))
+        while int(cu.cuEventQuery(self.event)[0]) == self.not_ready:
             pass
 
-    body()
-    ok(cu.cuStreamSynchronize(stream))
-    got = np.empty_like(y)
-    ok(cu.cuMemcpyDtoH(got.ctypes.data, dy, y.nbytes))
-    check("(a)", got, model(1.0, x, y))
-    samples = time_sync(body)
-    ok(cu.cuStreamSynchronize(stream))
-    for ptr in (dx, dy):
-        ok(cu.cuMemFree(ptr))
-    ok(cu.cuEventDestroy(event))
-    ok(cu.cuStreamDestroy(stream))
-    ok(cu.cuModuleUnload(module))
-    ok(cu.cuDevicePrimaryCtxRelease(device))
-    return samples
+    def close(self) -> None:
+        cu = self.cu
+        self.ok(cu.cuStreamSynchronize(self.stream))
+        for ptr in (self.dx, self.dy):
+            self.ok(cu.cuMemFree(ptr))
+        self.ok(cu.cuEventDestroy(self.event))
+        self.ok(cu.cuStreamDestroy(self.stream))
+        self.ok(cu.cuModuleUnload(self.module))
+        self.ok(cu.cuDevicePrimaryCtxRelease(self.device))
 
 
 class CupyPeer:
@@ -166,102 +158,94 @@ class CupyPeer:
     def launch(self, dx: Any, dy: Any) -> None:
         self.kernel(self.shape.grid, self.shape.block, (dx, dy, np.float32(1.0), np.int32(N)))
 
-    def host_copies(self) -> list[int]:
+    def host_copies(self) -> None:
         """(b) Upload both inputs, launch, download y, synchronize."""
         cp, stream = self.cp, self.stream
+        with stream:
+            dx, dy = cp.asarray(self.x), cp.asarray(self.y)
+            self.launch(dx, dy)
+            self.out = dy.get(stream=stream)
+        stream.synchronize()
 
-        def body() -> None:
-            with stream:
-                dx, dy = cp.asarray(self.x), cp.asarray(self.y)
-                self.launch(dx, dy)
-                self.out = dy.get(stream=stream)
-            stream.synchronize()
-
-        body()
-        check("(b)", self.out, model(1.0, self.x, self.y))
-        return time_sync(body)
-
-    async def poll_loop(self) -> list[int]:
+    async def poll_loop(self) -> None:
         """(b2) Launch on resident arrays, record, poll the event between checkpoints."""
-        stream = self.stream
-
-        async def body() -> None:
-            with stream:
-                self.launch(self.dx, self.dy)
-                event = stream.record()
-            while not event.done:  # noqa: ASYNC110 - the peer's loop, as a user writes it
-                await anyio.sleep(0)  # noqa: ASYNC115 - as the user writes it
-
         with self.stream:
-            self.dy[...] = self.cp.asarray(self.y)
-        await body()
-        check("(b2)", self.dy.get(), model(1.0, self.x, self.y))
-        return await time_async(body)
+            self.launch(self.dx, self.dy)
+            event = self.stream.record()
+        while not event.done:  # noqa: ASYNC110 - the peer's loop, as a user writes it
+            await anyio.sleep(0)  # noqa: ASYNC115 - as the user writes it
 
-    async def to_thread(self) -> list[int]:
+    async def to_thread(self) -> None:
         """(b3) Launch on resident arrays, then synchronize the event in a thread."""
-        stream = self.stream
+        with self.stream:
+            self.launch(self.dx, self.dy)
+            event = self.stream.record()
+        await anyio.to_thread.run_sync(event.synchronize)
 
-        async def body() -> None:
-            with stream:
-                self.launch(self.dx, self.dy)
-                event = stream.record()
-            await anyio.to_thread.run_sync(event.synchronize)
-
-        return await time_async(body)
-
-    async def rate(self) -> float:
-        """(e2) 64 tasks, each its stream and buffers, each awaiting PER_TASK launches."""
-        cp = self.cp
-        lanes = []
+    def lanes(self) -> list[tuple[Any, Any, Any]]:
+        """A stream and resident arrays for each (e2) task."""
+        cp, lanes = self.cp, []
         for _ in range(TASKS):
             stream = cp.cuda.Stream(non_blocking=True)
             with stream:
                 lanes.append((stream, cp.asarray(self.x), cp.asarray(self.y)))
             stream.synchronize()
+        return lanes
 
-        async def task(stream: Any, dx: Any, dy: Any) -> None:
+    async def rate_round(self, lanes: list[tuple[Any, Any, Any]]) -> float:
+        """(e2) 64 tasks, each its stream and arrays, each awaiting PER_TASK launches."""
+
+        async def task(index: int) -> None:
+            stream, dx, dy = lanes[index]
             for _ in range(PER_TASK):
                 with stream:
                     self.launch(dx, dy)
                     event = stream.record()
-                while not event.done:  # noqa: ASYNC110 - the peer's loop, as a user writes it
+                while not event.done:  # noqa: ASYNC110 - the peer's loop
                     await anyio.sleep(0)  # noqa: ASYNC115 - as the user writes it
 
-        return await many_tasks(lambda i: task(*lanes[i]))
+        return await rate_of(task)
 
     async def cpu_share(self, cycles: int) -> float:
         """(f2) CPU share of one core while the poll loop awaits a ~200 ms kernel."""
         small = self.cp.asarray(np.ones(32, np.float32))
         out = self.cp.empty_like(small)
         shape = spin_kernel.launch({"n": 32})
-
-        async def once() -> float:
-            wall0, cpu0 = time.perf_counter(), time.process_time()
-            with self.stream:
-                self.spin(shape.grid, shape.block, (small, out, np.int64(cycles), np.int32(32)))
-                event = self.stream.record()
-            while not event.done:  # noqa: ASYNC110 - the peer's loop, as a user writes it
-                await anyio.sleep(0)  # noqa: ASYNC115 - as the user writes it
-            return (time.process_time() - cpu0) / (time.perf_counter() - wall0)
-
-        return statistics.median([await once() for _ in range(5)])
+        wall0, cpu0 = time.perf_counter(), time.process_time()
+        with self.stream:
+            self.spin(shape.grid, shape.block, (small, out, np.int64(cycles), np.int32(32)))
+            event = self.stream.record()
+        while not event.done:  # noqa: ASYNC110 - the peer's loop
+            await anyio.sleep(0)  # noqa: ASYNC115 - as the user writes it
+        return (time.process_time() - cpu0) / (time.perf_counter() - wall0)
 
 
-async def many_tasks(task: Callable[[int], Awaitable[None]]) -> float:
-    """Dispatches per second of TASKS tasks of PER_TASK awaited dispatches (median of rounds)."""
-    rates = []
-    for _ in range(RATE_ROUNDS + 1):  # the first round warms up
-        start = time.perf_counter()
-        async with anyio.create_task_group() as tg:
-            for index in range(TASKS):
-                tg.start_soon(task, index)
-        rates.append(TASKS * PER_TASK / (time.perf_counter() - start))
-    return statistics.median(rates[1:])
+def awaitable(body: Callable[[], None]) -> Callable[[], Awaitable[None]]:
+    """A synchronous variant as an async one, so every variant is timed alike."""
+
+    async def run() -> None:
+        body()
+
+    return run
 
 
-async def ours(x: np.ndarray, y: np.ndarray, profile: bool) -> dict[str, Any]:
-    """(c), (d), (d2), (e), (f) through vyre_async's CUDA backend."""
+async def rate_of(task: Callable[[int], Awaitable[None]]) -> float:
+    """Dispatches per second of TASKS concurrent tasks of PER_TASK awaited dispatches."""
+    start = time.perf_counter()
+    async with anyio.create_task_group() as tg:
+        for index in range(TASKS):
+            tg.start_soon(task, index)
+    return TASKS * PER_TASK / (time.perf_counter() - start)
+
+
+def profile_text(profiler: cProfile.Profile, rows: int) -> str:
+    text = io.StringIO()
+    pstats.Stats(profiler, stream=text).sort_stats("tottime").print_stats(rows)
+    return text.getvalue()
+
+
+async def run_all(x: np.ndarray, y: np.ndarray, profile: bool) -> dict[str, Any]:
+    """Every variant, interleaved, in one process and one event loop (asyncio)."""
     got: dict[str, Any] = {}
     async with va.open_backend("cuda") as backend:
         info = backend.device_info  # type: ignore[attr-defined]
@@ -271,42 +255,75 @@ async def ours(x: np.ndarray, y: np.ndarray, profile: bool) -> dict[str, Any]:
             "total_memory": info.total_memory,
             "driver_version": info.driver_version,
         }
+        raw = RawDriver(x, y, "sm_{}{}".format(*info.compute_capability))
+        peer = CupyPeer(x, y)
         out = await backend.dispatch(axpy, {"x": x, "y": y}, a=1.0)
         check("(c)", out["y"], model(1.0, x, y))
-        got["c"] = await time_async(lambda: backend.dispatch(axpy, {"x": x, "y": y}, a=1.0))
-
         xb, yb = await backend.upload(x), await backend.upload(y)
         await backend.dispatch(axpy, {"x": xb, "y": yb}, a=1.0)
         check("(d)", await backend.read(yb), model(1.0, x, y))
-        got["d"] = await time_async(lambda: backend.dispatch(axpy, {"x": xb, "y": yb}, a=1.0))
         prepared = await backend.prepare(axpy, {"x": xb, "y": yb}, a=1.0)
         await backend.write(yb, y)
         await prepared()
         check("(d2)", await backend.read(yb), model(1.0, x, y))
-        got["d2"] = await time_async(prepared)
+        with peer.stream:
+            peer.dy[...] = peer.cp.asarray(y)
+        await peer.poll_loop()
+        check("(b2)", peer.dy.get(), model(1.0, x, y))
+        peer.host_copies()
+        check("(b)", peer.out, model(1.0, x, y))
+
+        variants: dict[str, Callable[[], Awaitable[Any]]] = {
+            "a": awaitable(raw.body),
+            "b": awaitable(peer.host_copies),
+            "b2": peer.poll_loop,
+            "b3": peer.to_thread,
+            "c": lambda: backend.dispatch(axpy, {"x": x, "y": y}, a=1.0),
+            "d": lambda: backend.dispatch(axpy, {"x": xb, "y": yb}, a=1.0),
+            "d2": prepared,
+        }
+        samples: dict[str, list[int]] = {name: [] for name in variants}
+        names = list(variants)
+        for round_index in range(ROUNDS):
+            order = names[round_index % len(names) :] + names[: round_index % len(names)]
+            for name in order:
+                body = variants[name]
+                for _ in range(WARMUP):
+                    await body()
+                samples[name] += await time_async_samples(body, ITERS // ROUNDS)
+        got["samples"] = samples
         if profile:
-            got["profile"] = await profile_d(backend, xb, yb)
+            profiler = cProfile.Profile()
+            profiler.enable()
+            for _ in range(3000):
+                await backend.dispatch(axpy, {"x": xb, "y": yb}, a=1.0)
+            profiler.disable()
+            got["profile_d"] = profile_text(profiler, 30)
         await backend.free(xb)
         await backend.free(yb)
+        raw.close()
 
         buffers = [(await backend.upload(x), await backend.upload(y)) for _ in range(TASKS)]
 
-        async def task(index: int) -> None:
+        async def ours(index: int) -> None:
             xi, yi = buffers[index]
             for _ in range(PER_TASK):
                 await backend.dispatch(axpy, {"x": xi, "y": yi}, a=1.0)
 
-        got["e"] = await many_tasks(task)
+        lanes = peer.lanes()
+        await rate_of(ours)  # warm-up of both
+        await peer.rate_round(lanes)
+        e, e2 = [], []
+        for _ in range(RATE_ROUNDS):
+            e.append(await rate_of(ours))
+            e2.append(await peer.rate_round(lanes))
+        got["e"], got["e2"] = e, e2
         if profile:
             profiler = cProfile.Profile()
             profiler.enable()
-            async with anyio.create_task_group() as tg:
-                for index in range(TASKS):
-                    tg.start_soon(task, index)
+            await rate_of(ours)
             profiler.disable()
-            text = io.StringIO()
-            pstats.Stats(profiler, stream=text).sort_stats("tottime").print_stats(40)
-            got["profile_e"] = text.getvalue()
+            got["profile_e"] = profile_text(profiler, 40)
         for xi, yi in buffers:
             await backend.free(xi)
             await backend.free(yi)
@@ -317,32 +334,28 @@ async def ours(x: np.ndarray, y: np.ndarray, profile: bool) -> dict[str, Any]:
         cycles = 20_000_000
         timed = await backend.submit(spin_kernel, {"x": small}, cycles=cycles, config=probe).timed()
         cycles = int(cycles * 0.2e9 / (timed.timing.device_ns or 1))
-        got["cycles"] = cycles
-        shares = []
-        for _ in range(5):
+        f, f2, walls = [], [], []
+        for _ in range(CPU_ROUNDS):
             wall0, cpu0 = time.perf_counter(), time.process_time()
             await backend.dispatch(spin_kernel, {"x": small}, cycles=cycles)
-            shares.append((time.process_time() - cpu0) / (time.perf_counter() - wall0))
-        got["f"] = statistics.median(shares)
-        got["f_kernel_s"] = time.perf_counter() - wall0
+            walls.append(time.perf_counter() - wall0)
+            f.append((time.process_time() - cpu0) / walls[-1])
+            f2.append(await peer.cpu_share(cycles))
+        got["f"], got["f2"], got["f_kernel_s"] = f, f2, walls
         got["telemetry"] = msgspec.to_builtins(backend.telemetry())
-        got["watcher"] = {
-            "fences": backend._watcher.fences,  # type: ignore[attr-defined]
-            "queries": backend._watcher.queries,  # type: ignore[attr-defined]
-        }
+        watcher = backend._watcher  # type: ignore[attr-defined]
+        got["watcher"] = {"fences": watcher.fences, "queries": watcher.queries}
     return got
 
 
-async def profile_d(backend: Any, xb: Any, yb: Any) -> str:
-    """cProfile of 3000 resident dispatches: where (d)'s host time goes."""
-    profiler = cProfile.Profile()
-    profiler.enable()
-    for _ in range(3000):
-        await backend.dispatch(axpy, {"x": xb, "y": yb}, a=1.0)
-    profiler.disable()
-    text = io.StringIO()
-    pstats.Stats(profiler, stream=text).sort_stats("tottime").print_stats(30)
-    return text.getvalue()
+async def time_async_samples(body: Callable[[], Awaitable[Any]], iters: int) -> list[int]:
+    """Per-iteration wall times of an async body."""
+    samples = []
+    for _ in range(iters):
+        start = time.perf_counter_ns()
+        await body()
+        samples.append(time.perf_counter_ns() - start)
+    return samples
 
 
 def nvidia_smi() -> str:
@@ -364,39 +377,25 @@ def main() -> None:
     """Run every variant in one process and write the JSON summary."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--out", required=True, help="path of the JSON summary")
-    parser.add_argument("--profile", action="store_true", help="add a cProfile of (d)")
+    parser.add_argument("--profile", action="store_true", help="print cProfiles of (d), (e)")
     args = parser.parse_args()
-    seed = 12345
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(SEED)
     x = rng.standard_normal(N).astype(np.float32)
     y = rng.standard_normal(N).astype(np.float32)
-
-    got = anyio.run(ours, x, y, args.profile)
-    arch = "sm_{}{}".format(*got["device"]["compute_capability"])
-    a = raw_cuda_python(x, y, arch)
-    peer = CupyPeer(x, y)
-    b = peer.host_copies()
-    b2 = anyio.run(peer.poll_loop)
-    b3 = anyio.run(peer.to_thread)
-    e2 = anyio.run(peer.rate)
-    f2 = anyio.run(peer.cpu_share, got["cycles"])
-    medians = {
-        "a_raw_cuda_python_us": median_us(a),
-        "b_cupy_host_copies_us": median_us(b),
-        "b2_cupy_poll_loop_us": median_us(b2),
-        "b3_cupy_to_thread_us": median_us(b3),
-        "c_dispatch_host_4k_us": median_us(got["c"]),
-        "d_dispatch_resident_us": median_us(got["d"]),
-        "d2_prepared_us": median_us(got["d2"]),
+    got = anyio.run(run_all, x, y, args.profile)
+    us = {name: statistics.median(s) / 1e3 for name, s in got["samples"].items()}
+    spread = {
+        name: [round(statistics.median(s[i::ROUNDS]) / 1e3, 2) for i in range(ROUNDS)]
+        for name, s in got["samples"].items()
     }
-    rates = {"e_dispatches_per_s": got["e"], "e2_cupy_poll_loop_per_s": e2}
-    cpu = {"f_cpu_share": got["f"], "f2_cupy_poll_loop_cpu_share": f2}
+    e, e2 = statistics.median(got["e"]), statistics.median(got["e2"])
+    f, f2 = statistics.median(got["f"]), statistics.median(got["f2"])
     ratios = {
-        "d_over_b2": medians["d_dispatch_resident_us"] / medians["b2_cupy_poll_loop_us"],
-        "d_over_a": medians["d_dispatch_resident_us"] / medians["a_raw_cuda_python_us"],
-        "d2_over_a": medians["d2_prepared_us"] / medians["a_raw_cuda_python_us"],
-        "c_over_b": medians["c_dispatch_host_4k_us"] / medians["b_cupy_host_copies_us"],
-        "e_over_e2": got["e"] / e2,
+        "d_over_b2": us["d"] / us["b2"],
+        "d_over_a": us["d"] / us["a"],
+        "d2_over_a": us["d2"] / us["a"],
+        "c_over_b": us["c"] / us["b"],
+        "e_over_e2": e / e2,
     }
     targets = {
         "(d) <= 1.0x (b2)": ratios["d_over_b2"] <= 1.0,
@@ -404,8 +403,8 @@ def main() -> None:
         "(d2) <= 1.5x (a)": ratios["d2_over_a"] <= 1.5,
         "(c) <= 1.0x (b)": ratios["c_over_b"] <= 1.0,
         "(e) >= 1.5x (e2)": ratios["e_over_e2"] >= 1.5,
-        "(e) >= 60,000/s": got["e"] >= 60_000,
-        "(f) < 10% of a core": got["f"] < 0.10,
+        "(e) >= 60,000/s": e >= 60_000,
+        "(f) < 10% of a core": f < 0.10,
     }
     summary = {
         "benchmark": "dispatch",
@@ -414,15 +413,17 @@ def main() -> None:
         "nvidia_smi": nvidia_smi(),
         "python": sys.version.split()[0],
         "event_loop": "asyncio",
-        "seed": seed,
+        "seed": SEED,
         "n_elements": N,
-        "warmup": WARMUP,
-        "iterations": ITERS,
+        "iterations_per_variant": ITERS,
+        "rounds": ROUNDS,
+        "warmup_per_round": WARMUP,
         "tasks": TASKS,
         "dispatches_per_task": PER_TASK,
-        "medians": medians,
-        "rates": rates,
-        "cpu_share_of_one_core": cpu,
+        "medians_us": us,
+        "round_medians_us": spread,
+        "rates_per_s": {"e": got["e"], "e2": got["e2"], "e_median": e, "e2_median": e2},
+        "cpu_share_of_one_core": {"f": got["f"], "f2": got["f2"], "f_median": f, "f2_median": f2},
         "f_kernel_wall_s": got["f_kernel_s"],
         "ratios": ratios,
         "targets_met": targets,
@@ -431,27 +432,30 @@ def main() -> None:
     }
     with open(args.out, "w") as fh:
         json.dump(summary, fh, indent=2)
-    for key in ("profile", "profile_e"):
+    for key, title in (("profile_d", "(d)"), ("profile_e", "(e), one round")):
         if key in got:
-            print(f"cProfile of {'(d)' if key == 'profile' else '(e), one round'}:")
+            print(f"cProfile of {title}:")
             print(got[key])
     rows = [
-        ("(a) raw cuda-python launch+record+spin", f"{medians['a_raw_cuda_python_us']:.1f} us"),
-        ("(b) CuPy + host copies + sync", f"{medians['b_cupy_host_copies_us']:.1f} us"),
-        ("(b2) CuPy poll loop", f"{medians['b2_cupy_poll_loop_us']:.1f} us"),
-        ("(b3) CuPy + to_thread synchronize", f"{medians['b3_cupy_to_thread_us']:.1f} us"),
-        ("(c) await dispatch, 4 KiB host inputs", f"{medians['c_dispatch_host_4k_us']:.1f} us"),
-        ("(d) await dispatch, resident", f"{medians['d_dispatch_resident_us']:.1f} us"),
-        ("(d2) await prepared()", f"{medians['d2_prepared_us']:.1f} us"),
-        ("(e) 64 tasks x 300 resident dispatches", f"{got['e']:,.0f} /s"),
-        ("(e2) the same with the CuPy poll loop", f"{e2:,.0f} /s"),
-        ("(f) CPU awaiting a 200 ms kernel", f"{100 * got['f']:.1f}% of a core"),
-        ("(f2) the same, CuPy poll loop", f"{100 * f2:.1f}% of a core"),
+        ("(a) raw cuda-python launch+record+spin", "a"),
+        ("(b) CuPy + host copies + sync", "b"),
+        ("(b2) CuPy poll loop", "b2"),
+        ("(b3) CuPy + to_thread synchronize", "b3"),
+        ("(c) await dispatch, 4 KiB host inputs", "c"),
+        ("(d) await dispatch, resident", "d"),
+        ("(d2) await prepared()", "d2"),
     ]
-    for name, value in rows:
-        print(f"{name:<44} {value}")
+    for title, key in rows:
+        print(f"{title:<44} {us[key]:7.1f} us   rounds {spread[key]}")
+    for title, rate, each in (
+        ("(e) 64 tasks x 300 resident dispatches", e, got["e"]),
+        ("(e2) the same with the CuPy poll loop", e2, got["e2"]),
+    ):
+        print(f"{title:<44} {rate:9,.0f} /s  rounds {[round(r) for r in each]}")
+    print(f"{'(f) CPU awaiting a 200 ms kernel':<44} {100 * f:7.1f} % of a core")
+    print(f"{'(f2) the same, CuPy poll loop':<44} {100 * f2:7.1f} % of a core")
     for name, value in ratios.items():
-        print(f"{name:<44} {value:.2f}x")
+        print(f"{name:<44} {value:7.2f}x")
     for name, met in targets.items():
         print(f"{name:<44} {'met' if met else 'NOT met'}")
 

@@ -22,6 +22,7 @@ import anyio.lowlevel
 import structlog
 
 from ..errors import DispatchError
+from ._park import Spot, wake
 
 __all__ = ["Completion", "CompletionSource"]
 
@@ -52,9 +53,9 @@ class Completion:
         self._done = False
         self._error: BaseException | None = None
         self._callbacks: list[Callable[[], None]] | None = None
-        # Events of tasks waiting for this work; made only by a waiter that must
-        # sleep (an anyio.Event costs about 1 us), most work is awaited by a poller.
-        self._waiters: list[anyio.Event] | None = None
+        # Where tasks waiting for this work sleep (see _park); made only by a waiter
+        # that must sleep: most work is awaited by its poller.
+        self._waiters: list[Spot] | None = None
         self._source = source
         self.device_ns: int | None = None
         self.fence: Any = None
@@ -114,21 +115,21 @@ class Completion:
         finally:
             waiters, self._waiters = self._waiters, None
             if waiters is not None:
-                for event in waiters:
-                    event.set()
+                for spot in waiters:
+                    wake(spot)
 
-    def _add_waiter(self, new_event: Callable[[], anyio.Event] = anyio.Event) -> anyio.Event:
-        """A new event that :meth:`complete` sets; for a waiter about to sleep."""
-        event = new_event()
+    def _add_waiter(self, new_spot: Callable[[], Spot] = anyio.Event) -> Spot:
+        """A new parking spot that :meth:`complete` wakes; for a waiter about to sleep."""
+        spot = new_spot()
         if self._waiters is None:
-            self._waiters = [event]
+            self._waiters = [spot]
         else:
-            self._waiters.append(event)
-        return event
+            self._waiters.append(spot)
+        return spot
 
-    def _discard_waiter(self, event: anyio.Event) -> None:
-        if self._waiters is not None and event in self._waiters:
-            self._waiters.remove(event)
+    def _discard_waiter(self, spot: Spot) -> None:
+        if self._waiters is not None and spot in self._waiters:
+            self._waiters.remove(spot)
 
     async def wait(self) -> None:
         """Wait for the work; re-raise its failure.

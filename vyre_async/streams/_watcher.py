@@ -48,6 +48,7 @@ from ._backoff import Backoff
 from ._completion import Completion
 from ._driver import CUDA_ERROR_NOT_READY, CUDA_SUCCESS, check, error_for, is_sticky
 from ._fence import Fence, Lane
+from ._park import FUTURE, Spot, park_factory, sleep_on, wake
 
 if TYPE_CHECKING:
     from ._device import CudaDevice, DeviceHealth
@@ -152,7 +153,7 @@ class CompletionWatcher:
         self._clock = clock
         self._now: Callable[[], float] = clock or anyio.current_time
         self._checkpoint: Callable[[], Awaitable[None]] = anyio.lowlevel.checkpoint
-        self._new_event: Callable[[], anyio.Event] = anyio.Event
+        self._new_spot: Callable[[], Spot] = anyio.Event
         self._backoff = Backoff(spin_s=spin_s, min_sleep_s=min_sleep_s, max_sleep_s=max_sleep_s)
         self._few_spin_s = spin_s if few_spin_s is None else few_spin_s
         self._follow_spin_s = follow_spin_s
@@ -162,9 +163,9 @@ class CompletionWatcher:
         self._busy: dict[Lane, None] = {}
         self._lanes: list[Lane] = []
         self._in_flight = 0
-        self._role: _Role | anyio.Event | None = None
-        # (event, work) of tasks waiting while another polls: the role is handed to them.
-        self._candidates: deque[tuple[anyio.Event, Completion]] = deque()
+        self._role: _Role | Spot | None = None
+        # (spot, work) of tasks waiting while another polls: the role is handed to them.
+        self._candidates: deque[tuple[Spot, Completion]] = deque()
         self._wake = anyio.Event()
         self._idle: anyio.Event | None = None
         self._nap: anyio.CancelScope | None = None
@@ -330,30 +331,33 @@ class CompletionWatcher:
                     self._hand_on()
                     return
                 self._to_watcher()  # long work: the watcher backs off, a task would spin
-                event = work._add_waiter(self._new_event)
+                spot = work._add_waiter(self._new_spot)
                 try:
-                    await event.wait()
+                    await sleep_on(spot)
                 except BaseException:
-                    work._discard_waiter(event)
+                    work._discard_waiter(spot)
                     raise
                 continue
-            event = work._add_waiter(self._new_event)
+            spot = work._add_waiter(self._new_spot)
             candidates = self._candidates
             if len(candidates) > _CANDIDATES_SWEEP:
                 self._candidates = candidates = deque(c for c in candidates if not c[1]._done)
-            candidate = (event, work)
+            candidate = (spot, work)
             candidates.append(candidate)
             try:
-                await event.wait()
+                if spot.__class__ is FUTURE:  # sleep_on, inlined: one frame less a wake
+                    await spot
+                else:
+                    await spot.wait()
             except BaseException:
-                work._discard_waiter(event)
-                if self._role is event:  # handed the role while being cancelled
+                work._discard_waiter(spot)
+                if self._role is spot:  # handed the role while being cancelled
                     self._hand_on()
                 else:
                     with contextlib.suppress(ValueError):
                         self._candidates.remove(candidate)
                 raise
-            if self._role is event:  # handed the role: poll (or pass it on if done)
+            if self._role is spot:  # handed the role: poll (or pass it on if done)
                 if work.done:
                     self._hand_on()
                     return
@@ -364,10 +368,10 @@ class CompletionWatcher:
         to the watcher while work is pending."""
         candidates = self._candidates
         while candidates:
-            event, work = candidates.popleft()
+            spot, work = candidates.popleft()
             if not work._done:  # done work's waiter was woken by its completion
-                self._role = event
-                event.set()
+                self._role = spot
+                wake(spot)
                 return
         self._role = None
         if self._busy:
@@ -448,7 +452,7 @@ class CompletionWatcher:
         except (ImportError, AttributeError, RuntimeError):
             return
         self._checkpoint = checkpoint
-        self._new_event = new_event
+        self._new_spot = park_factory(new_event)
         if self._clock is None:
             self._now = current_time
 
@@ -640,8 +644,8 @@ class CompletionWatcher:
                 )
             except Exception:
                 logger.exception("completion_callback_failed")
-        for event, _ in self._candidates:
-            event.set()
+        for spot, _ in self._candidates:
+            wake(spot)
         self._candidates.clear()
         self._role = None
 
