@@ -173,7 +173,7 @@ class JobRunner:
                 resume=self._resume,
             )
         )
-        log_file = JsonLogFile(self._folder / LOG_FILE)
+        log_file = JsonLogFile(self._folder / LOG_FILE, level=spec.logging.level)
         await anyio.to_thread.run_sync(log_file.open)
         try:
             return await self._run_logged(store, started)
