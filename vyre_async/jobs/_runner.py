@@ -43,7 +43,7 @@ from ..sessions import BatchingConfig
 from ._committer import Committer, Outcomes
 from ._execute import BlockExecutor, array_records, count_records, execute_block
 from ._graph_source import job_fingerprint, load_job_graph
-from ._items import ItemBlock, check_sources, iter_blocks, total_items
+from ._items import ItemBlock, check_sources, iter_blocks, sources_out_degree, total_items
 from ._progress import Progress
 from ._records import ItemRecord
 from ._spec import JobSpec
@@ -191,13 +191,14 @@ class JobRunner:
             resume=self._resume,
         )
         graph = await anyio.to_thread.run_sync(load_job_graph, spec, self._job_file)
-        check_sources(spec, graph.num_vertices, str(self._job_file))
+        out_degree = sources_out_degree(spec, graph)
+        check_sources(spec, graph.num_vertices, str(self._job_file), out_degree)
         committed = await anyio.to_thread.run_sync(store.committed_ids)
         skipped = int(committed.sum())
         progress = Progress(
             self._total, skipped, self._progress_stream, spec.logging.progress_interval_s
         )
-        blocks = iter_blocks(spec, graph.num_vertices, committed)
+        blocks = iter_blocks(spec, graph.num_vertices, committed, out_degree)
         del committed
         await self._run_generations(store, graph, blocks, progress)
         progress.close()

@@ -52,10 +52,16 @@ class GraphSection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 
 class RandomSources(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """``sources = { random = N, seed = S }``: N sources drawn uniformly, seeded."""
+    """``sources = { random = N, seed = S, min_out_degree = D }``: N sources, seeded.
+
+    Drawn uniformly among the vertices with at least ``D`` out-edges (``D = 0``, the
+    default: all vertices). ``D = 1`` leaves out the vertices with no out-edge, whose
+    traversals reach only themselves (about a quarter of an R-MAT graph's vertices).
+    """
 
     random: Annotated[int, msgspec.Meta(ge=1, le=100_000_000)]
     seed: NonNegative = 0
+    min_out_degree: NonNegative = 0
 
 
 class WorkloadSection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
