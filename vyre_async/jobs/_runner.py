@@ -32,6 +32,7 @@ from typing import Any, Literal, TextIO
 
 import anyio
 import msgspec
+import numpy as np
 from anyio.abc import ObjectReceiveStream, ObjectSendStream
 
 from .._groups import sole_vyre_error
@@ -46,6 +47,7 @@ from ._graph_source import job_fingerprint, load_job_graph
 from ._items import ItemBlock, check_sources, iter_blocks, sources_out_degree, total_items
 from ._progress import Progress
 from ._records import ItemRecord
+from ._retry import retry_delay
 from ._spec import JobSpec
 from ._store import LOG_FILE, ResultStore, output_folder
 from ._summary import JobSummary
@@ -84,6 +86,8 @@ class JobRunner:
         handle_signals: Drain on the first SIGINT/SIGTERM and exit at once on the
             second (the CLI turns this on; it needs the main thread).
         progress_stream: Where the progress bar goes; ``None`` logs progress lines.
+        retry_rng: Draws the jitter of retry waits (a fresh generator by default;
+            tests pass a seeded one).
     """
 
     def __init__(
@@ -98,6 +102,7 @@ class JobRunner:
         execute: BlockExecutor = execute_block,
         handle_signals: bool = False,
         progress_stream: TextIO | None = None,
+        retry_rng: np.random.Generator | None = None,
     ) -> None:
         self._spec = spec
         self._job_file = Path(job_file)
@@ -109,6 +114,7 @@ class JobRunner:
         self._execute = execute
         self._handle_signals = handle_signals
         self._progress_stream = progress_stream
+        self._retry_rng = retry_rng if retry_rng is not None else np.random.default_rng()
         self._state = RunnerState.UNOPENED
         self._total = total_items(spec)
         # Blocks taken from the item sequence and not yet handed to the committer.
@@ -356,7 +362,7 @@ class JobRunner:
                         attempt=attempts,
                         error=_reason(exc, limits.item_timeout_s),
                     )
-                    await anyio.sleep(limits.retry_backoff_s * 2 ** (attempts - 1))
+                    await anyio.sleep(retry_delay(limits, attempts, self._retry_rng))
                     continue
                 if len(block) > 1:
                     # Find the items at fault: each of the block's items on its own.
