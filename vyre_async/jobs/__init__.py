@@ -11,6 +11,7 @@ from ._execute import BlockResult as BlockResult
 from ._execute import execute_block as execute_block
 from ._items import total_items as total_items
 from ._load import load_job as load_job
+from ._preflight import backend_unavailable_reason as backend_unavailable_reason
 from ._records import ItemRecord as ItemRecord
 from ._records import Manifest as Manifest
 from ._runner import JobRunner as JobRunner
@@ -44,6 +45,7 @@ __all__ = [
     "RandomSources",
     "RunnerState",
     "WorkloadSection",
+    "backend_unavailable_reason",
     "execute_block",
     "load_job",
     "read_records",

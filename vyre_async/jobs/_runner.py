@@ -37,7 +37,7 @@ from anyio.abc import ObjectReceiveStream, ObjectSendStream
 
 from .._groups import sole_vyre_error
 from ..backends import BackendKind, DeviceSelector
-from ..errors import DeviceLostError, LifecycleError, VyreError
+from ..errors import DeviceLostError, LifecycleError, UnsupportedFeatureError, VyreError
 from ..graphs import CsrGraph
 from ..logging import JsonLogFile, get_logger
 from ..sessions import BatchingConfig
@@ -45,6 +45,7 @@ from ._committer import Committer, Outcomes
 from ._execute import BlockExecutor, array_records, count_records, execute_block
 from ._graph_source import job_fingerprint, load_job_graph
 from ._items import ItemBlock, check_sources, iter_blocks, sources_out_degree, total_items
+from ._preflight import backend_unavailable_reason
 from ._progress import Progress
 from ._records import ItemRecord
 from ._retry import retry_delay
@@ -166,6 +167,7 @@ class JobRunner:
 
     async def _run(self) -> JobSummary:
         spec, started = self._spec, time.monotonic()
+        await self._check_backend()
         self._folder = await anyio.to_thread.run_sync(
             output_folder, self._job_file, spec.output.dir, self._out
         )
@@ -186,6 +188,19 @@ class JobRunner:
         finally:
             with anyio.CancelScope(shield=True):
                 await anyio.to_thread.run_sync(log_file.close)
+
+    async def _check_backend(self) -> None:
+        """Refuse a CUDA job where no GPU answers, before loading or creating anything."""
+        reason = await anyio.to_thread.run_sync(
+            backend_unavailable_reason, self._backend_kind, self._devices, self._spec.job.executor
+        )
+        if reason is not None:
+            raise UnsupportedFeatureError(
+                f"job {self._spec.job.name!r} runs on the CUDA backend, and {reason}",
+                fix="run it where a GPU answers, or on the CPU backend: "
+                "JobRunner(spec, job_file=..., backend='cpu'), or [job] backend = \"auto\" "
+                "in the job file.",
+            )
 
     async def _run_logged(self, store: ResultStore, started: float) -> JobSummary:
         spec = self._spec
