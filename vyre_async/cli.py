@@ -15,6 +15,7 @@ Errors print their message (with its ``Fix:``), never a traceback.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import shlex
 import sys
 from collections.abc import Sequence
@@ -25,7 +26,15 @@ import msgspec
 from . import __version__
 from .backends import DeviceSelector, open_backend
 from .errors import ConfigurationError, UnsupportedFeatureError, ValidationError, VyreError
-from .jobs import JobRunner, JobSummary, backend_unavailable_reason, load_job, total_items
+from .jobs import (
+    JobMetrics,
+    JobRunner,
+    JobSummary,
+    backend_unavailable_reason,
+    load_job,
+    serve_metrics,
+    total_items,
+)
 from .kernels._cache import cache_root
 from .kernels._nvrtc import nvrtc_version
 from .logging import configure_logging
@@ -81,6 +90,7 @@ def _run(args: argparse.Namespace) -> int:
         )
         print(f"vyre-async: {error}", file=sys.stderr)
         return 1
+    metrics = JobMetrics() if args.metrics_port is not None else None
     try:
         runner = JobRunner(
             spec,
@@ -91,8 +101,14 @@ def _run(args: argparse.Namespace) -> int:
             resume=args.resume,
             handle_signals=True,
             progress_stream=bar,
+            metrics=metrics,
         )
-        summary = anyio.run(runner.run)
+        with (
+            serve_metrics(metrics, args.metrics_port, args.metrics_host)
+            if metrics is not None
+            else contextlib.nullcontext()
+        ):
+            summary = anyio.run(runner.run)
     except VyreError as exc:
         print(f"vyre-async: {exc}", file=sys.stderr)
         return 2 if isinstance(exc, ConfigurationError | ValidationError) else 1
@@ -186,6 +202,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--devices", type=_devices, help="override [job] devices: an ordinal, 'all' or '0,1'"
     )
     run.add_argument("--resume", action="store_true", help="continue the job in the folder")
+    run.add_argument(
+        "--metrics-port",
+        type=int,
+        metavar="N",
+        help="serve Prometheus metrics at http://HOST:N/metrics while the job runs "
+        "(needs the metrics extra: pip install 'vyre-async[metrics]')",
+    )
+    run.add_argument(
+        "--metrics-host",
+        default="0.0.0.0",  # noqa: S104 - Prometheus scrapes exporters from other hosts
+        metavar="HOST",
+        help="address the metrics server listens on (default: 0.0.0.0, every interface)",
+    )
     info = commands.add_parser(
         "info", help="devices, capabilities, versions", parents=[logging_options]
     )
