@@ -8,7 +8,6 @@ from collections.abc import Iterator
 
 import numpy as np
 import pytest
-import structlog
 from blockbuster import blockbuster_ctx
 
 from vyre_async import logging as vyre_logging
@@ -42,8 +41,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 def _structlog_defaults() -> Iterator[None]:
     """Undo any configure_logging() a test (or the CLI it runs) made."""
     yield
-    structlog.reset_defaults()
-    vyre_logging._tracing = False
+    vyre_logging._unconfigure()
 
 
 @pytest.fixture(autouse=True)

@@ -17,6 +17,7 @@ import anyio
 import msgspec
 import numpy as np
 
+from vyre_async import configure_logging
 from vyre_async.jobs import BlockResult, JobRunner, WorkloadSection, execute_block, load_job
 from vyre_async.sessions import ResidentGraphSession
 
@@ -34,8 +35,10 @@ async def slowed(
 def main() -> int:
     """Run the job; return its exit code."""
     job, out = sys.argv[1], sys.argv[2]
+    spec = load_job(job)
+    configure_logging(spec.logging.format, level=spec.logging.level)  # as the CLI does
     runner = JobRunner(
-        load_job(job),
+        spec,
         job_file=job,
         out=out,
         resume="--resume" in sys.argv,

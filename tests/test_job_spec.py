@@ -37,7 +37,7 @@ def test_shipped_quickstart_decodes_into_the_documented_shape() -> None:
     spec = load_job(QUICKSTART)
     assert spec.job.name == "rmat-bfs"
     assert (spec.graph.kind, spec.graph.scale, spec.graph.seed) == ("rmat", 16, 7)
-    assert spec.workload[0].sources == RandomSources(random=2000, seed=3)
+    assert spec.workload[0].sources == RandomSources(random=2000, seed=3, min_out_degree=1)
     assert spec.output.dir == "runs/rmat-bfs"
     assert spec.limits.retries == 2
 

@@ -1,19 +1,21 @@
-"""The ``vyre-async`` command line.
+"""The ``vyre-async`` command line (also ``python -m vyre_async``).
 
 ``vyre-async run FILE`` runs a job file: exit 0 when every item is committed, 1 when
-the job failed (too many failed items, a device lost too often), 2 for a bad job
-file or output folder, 130/143 after SIGINT/SIGTERM (drained and committed; the
-message says how to resume). ``vyre-async validate FILE`` checks a job file without
-running it (exit 0, or 2 with the file, the path inside it and a fix).
-``vyre-async info`` prints what this machine offers: the backend ``auto`` picks, the
-GPU (name, compute capability, memory, driver version), NVRTC's version and the
-kernel cache directory. Errors print their message (with its ``Fix:``), never a
-traceback.
+the job failed (too many failed items, a device lost too often, no GPU for a CUDA
+job), 2 for a bad job file or output folder, 130/143 after SIGINT/SIGTERM (drained
+and committed; the message says how to resume). ``vyre-async validate FILE...``
+checks job files without running them (exit 0 when all are valid, else 2 with, for
+each bad one, the file, the path inside it and a fix). ``vyre-async info`` prints
+what this machine offers: the backend ``auto`` picks, the GPU (name, compute
+capability, memory, driver version), NVRTC's version and the kernel cache
+directory. ``--log-level`` and ``--log-format`` go before or after the command.
+Errors print their message (with its ``Fix:``), never a traceback.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import shlex
 import sys
 from collections.abc import Sequence
@@ -23,8 +25,16 @@ import msgspec
 
 from . import __version__
 from .backends import DeviceSelector, open_backend
-from .errors import ConfigurationError, ValidationError, VyreError
-from .jobs import JobRunner, JobSummary, load_job, total_items
+from .errors import ConfigurationError, UnsupportedFeatureError, ValidationError, VyreError
+from .jobs import (
+    JobMetrics,
+    JobRunner,
+    JobSummary,
+    backend_unavailable_reason,
+    load_job,
+    serve_metrics,
+    total_items,
+)
 from .kernels._cache import cache_root
 from .kernels._nvrtc import nvrtc_version
 from .logging import configure_logging
@@ -64,9 +74,23 @@ def _run(args: argparse.Namespace) -> int:
     except VyreError as exc:
         print(f"vyre-async: {exc}", file=sys.stderr)
         return 2
-    log_format = getattr(args, "log_format", None) or spec.logging.format
+    log_format = args.log_format or spec.logging.format
     configure_logging(log_format, level=args.log_level or spec.logging.level)
     bar = sys.stderr if log_format == "console" and sys.stderr.isatty() else None
+    backend = args.backend or spec.job.backend
+    devices = spec.job.devices if args.devices is None else args.devices
+    reason = backend_unavailable_reason(backend, devices, spec.job.executor)
+    if reason is not None:
+        asked = "--backend cuda" if args.backend else f'[job] backend = "cuda" in {args.file}'
+        command = ["vyre-async", "run", args.file, *(["--out", args.out] if args.out else [])]
+        error = UnsupportedFeatureError(
+            f"job {spec.job.name!r} runs on the CUDA backend ({asked}), and {reason}",
+            fix="run it where a GPU answers (`vyre-async info` says what this machine has), "
+            f"or on the CPU backend: {shlex.join([*command, '--backend', 'cpu'])}",
+        )
+        print(f"vyre-async: {error}", file=sys.stderr)
+        return 1
+    metrics = JobMetrics() if args.metrics_port is not None else None
     try:
         runner = JobRunner(
             spec,
@@ -77,13 +101,38 @@ def _run(args: argparse.Namespace) -> int:
             resume=args.resume,
             handle_signals=True,
             progress_stream=bar,
+            metrics=metrics,
         )
-        summary = anyio.run(runner.run)
+        with (
+            serve_metrics(metrics, args.metrics_port, args.metrics_host)
+            if metrics is not None
+            else contextlib.nullcontext()
+        ):
+            summary = anyio.run(runner.run)
     except VyreError as exc:
         print(f"vyre-async: {exc}", file=sys.stderr)
         return 2 if isinstance(exc, ConfigurationError | ValidationError) else 1
     _print_summary(summary, args)
     return summary.exit_code
+
+
+def _validate(files: list[str]) -> int:
+    """Check each file; report every failure, exit 0 only when all pass."""
+    failed = 0
+    for file in files:
+        try:
+            spec = load_job(file)
+        except VyreError as exc:
+            print(f"vyre-async: {exc}", file=sys.stderr)
+            failed += 1
+            continue
+        print(
+            f"{file}: valid job {spec.job.name!r}, {len(spec.workload)} workload(s), "
+            f"{total_items(spec)} item(s)"
+        )
+    if failed and len(files) > 1:
+        print(f"vyre-async: {failed} of {len(files)} job files are not valid", file=sys.stderr)
+    return 2 if failed else 0
 
 
 def _print_summary(summary: JobSummary, args: argparse.Namespace) -> None:
@@ -109,18 +158,43 @@ def _print_summary(summary: JobSummary, args: argparse.Namespace) -> None:
         print(f"  to finish it: {shlex.join(command)}", file=sys.stderr)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``vyre-async``; returns the process exit code."""
-    parser = argparse.ArgumentParser(prog="vyre-async", description=__doc__.splitlines()[0])
-    parser.add_argument("--log-format", choices=["console", "json"], default=None)
+def _help_text(text: str) -> str:
+    """reST literals (````x````) as plain text, for ``--help``."""
+    return text.replace("``", "")
+
+
+def _add_logging_options(parser: argparse.ArgumentParser, default: object) -> None:
+    parser.add_argument(
+        "--log-format",
+        choices=["console", "json"],
+        default=default,
+        help="console lines or JSON lines (default: the job file's for run, console otherwise)",
+    )
     parser.add_argument(
         "--log-level",
         choices=["debug", "info", "warning", "error"],
-        default=None,
+        default=default,
         help="default: the job file's level for run, warning otherwise",
     )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``vyre-async``; returns the process exit code."""
+    summary, _, details = _help_text(__doc__).partition("\n\n")
+    parser = argparse.ArgumentParser(
+        prog="vyre-async",
+        description=summary,
+        epilog=details,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"vyre-async {__version__}")
+    _add_logging_options(parser, None)
+    # After the command the same options override; SUPPRESS keeps a value given
+    # before the command when none is given after it.
+    logging_options = argparse.ArgumentParser(add_help=False)
+    _add_logging_options(logging_options, argparse.SUPPRESS)
     commands = parser.add_subparsers(dest="command", required=True)
-    run = commands.add_parser("run", help="run a job file")
+    run = commands.add_parser("run", help="run a job file", parents=[logging_options])
     run.add_argument("file", help="a .toml, .json, .yaml or .yml job file")
     run.add_argument("--out", help="output folder (default: [output] dir beside the file)")
     run.add_argument("--backend", choices=["auto", "cuda", "cpu"], help="override [job] backend")
@@ -129,28 +203,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     run.add_argument("--resume", action="store_true", help="continue the job in the folder")
     run.add_argument(
-        "--log-format", choices=["console", "json"], default=argparse.SUPPRESS, dest="log_format"
+        "--metrics-port",
+        type=int,
+        metavar="N",
+        help="serve Prometheus metrics at http://HOST:N/metrics while the job runs "
+        "(needs the metrics extra: pip install 'vyre-async[metrics]')",
     )
-    info = commands.add_parser("info", help="devices, capabilities, versions")
+    run.add_argument(
+        "--metrics-host",
+        default="0.0.0.0",  # noqa: S104 - Prometheus scrapes exporters from other hosts
+        metavar="HOST",
+        help="address the metrics server listens on (default: 0.0.0.0, every interface)",
+    )
+    info = commands.add_parser(
+        "info", help="devices, capabilities, versions", parents=[logging_options]
+    )
     info.add_argument("--json", action="store_true", help="print one JSON object")
-    validate = commands.add_parser("validate", help="check a job file without running it")
-    validate.add_argument("file", help="a .toml, .json, .yaml or .yml job file")
+    validate = commands.add_parser(
+        "validate", help="check job files without running them", parents=[logging_options]
+    )
+    validate.add_argument("files", nargs="+", metavar="FILE", help="a .toml, .json or .yaml file")
     args = parser.parse_args(argv)
     if args.command == "run":
         return _run(args)
     configure_logging(args.log_format or "console", level=args.log_level or "warning")
     if args.command == "validate":
-        try:
-            spec = load_job(args.file)
-        except VyreError as exc:
-            print(f"vyre-async: {exc}", file=sys.stderr)
-            return 2
-        items = total_items(spec)
-        print(
-            f"{args.file}: valid job {spec.job.name!r}, {len(spec.workload)} workload(s), "
-            f"{items} item(s)"
-        )
-        return 0
+        return _validate(args.files)
     try:
         report = anyio.run(_info)
     except VyreError as exc:

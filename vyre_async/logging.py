@@ -1,35 +1,64 @@
-"""structlog configuration: a console renderer for people, JSON lines for machines.
+"""Logging: vyre_async's events go to the standard ``logging`` module.
 
-The library itself only calls ``structlog.get_logger("vyre_async....")`` and binds
-context (backend, device, kernel); it never configures logging on import. An
-application (or the ``vyre-async`` CLI) calls :func:`configure_logging` once.
+Every ``vyre_async.*`` logger hands its events to the standard-library logger of the
+same name, and the package's top logger ``vyre_async`` carries a ``NullHandler``
+and nothing else, as a library's should: a program that configures no logging sees
+no line from vyre_async, and one that calls ``logging.basicConfig(level=...)`` sees
+the levels it asked for. How an event becomes a record:
+
+- structlog configured (by the application, by :func:`configure_logging`, or inside
+  ``structlog.testing.capture_logs``): structlog's level filter and processors shape
+  the event, and what the last processor returns goes to the standard-library logger
+  (``structlog.stdlib.ProcessorFormatter.wrap_for_formatter`` works as the last one).
+- structlog left at its defaults: the event becomes one line, ``event key=value ...``,
+  and the standard-library logger's level decides whether it is emitted at all.
+
+:func:`configure_logging` (the CLI calls it) gives console lines for people or JSON
+lines for machines: it configures structlog and puts one handler on ``vyre_async``.
 """
 
 from __future__ import annotations
 
+import datetime
 import logging
 import queue
 import sys
 import threading
 from collections.abc import MutableMapping
 from pathlib import Path
-from typing import Any, Literal, TextIO
+from typing import Any, Literal, Protocol, TextIO
 
 import msgspec
 import structlog
 
-__all__ = ["JsonLogFile", "LogFormat", "configure_logging", "get_logger", "tracing_enabled"]
+__all__ = [
+    "JsonLogFile",
+    "LibraryLogger",
+    "LogFormat",
+    "StatusLine",
+    "configure_logging",
+    "get_logger",
+    "set_status_line",
+    "tracing_enabled",
+]
 
 LogFormat = Literal["console", "json"]
 
-# Queues of the JsonLogFile writers that get every event as a JSON line.
-_json_files: list[queue.SimpleQueue[bytes | None]] = []
+_TOP = "vyre_async"
+logging.getLogger(_TOP).addHandler(logging.NullHandler())
+
+_LEVELS = logging.getLevelNamesMapping()
+# The files JsonLogFile writes, each with its minimum level.
+_json_files: list[tuple[int, queue.SimpleQueue[bytes | None]]] = []
 _json_encoder = msgspec.json.Encoder(enc_hook=str)
 
-# Per-dispatch events are only emitted once an application asked for debug logs:
-# structlog left unconfigured prints every level, and a library must not print a
-# line per dispatch into a program that never asked for logging.
+# Per-dispatch events are only emitted once an application asked for debug logs
+# through configure_logging: building them costs the hot path, even when dropped.
 _tracing = False
+# The handler configure_logging put on the vyre_async logger (replaced, not stacked).
+_handler: _EventLineHandler | None = None
+# A line being redrawn in place (the job progress bar) that log lines must not join.
+_status: StatusLine | None = None
 
 
 def configure_logging(
@@ -38,12 +67,18 @@ def configure_logging(
     level: str = "info",
     stream: TextIO | None = None,
 ) -> None:
-    """Configure structlog for vyre_async's loggers (and any other structlog user).
+    """Print vyre_async's events (and any other structlog user's) as lines.
+
+    Configures structlog, and puts one handler on the standard-library logger
+    ``vyre_async`` that writes the rendered lines to ``stream`` (replacing the one an
+    earlier call put there; ``vyre_async`` no longer propagates to the root logger, so
+    a line is not printed twice).
 
     Args:
         log_format: ``"console"`` for aligned, human-readable lines, ``"json"`` for
             one JSON object per line.
-        level: Minimum level name (``"debug"``, ``"info"``, ``"warning"``, ``"error"``).
+        level: Minimum level name (``"debug"``, ``"info"``, ``"warning"``, ``"error"``);
+            ``"debug"`` also turns on the per-dispatch events.
         stream: Where to write; standard error by default.
 
     Raises:
@@ -51,7 +86,7 @@ def configure_logging(
     """
     if log_format not in ("console", "json"):
         raise ValueError(f"log_format must be 'console' or 'json', got {log_format!r}")
-    numeric = logging.getLevelNamesMapping().get(level.upper())
+    numeric = _LEVELS.get(level.upper())
     if numeric is None:
         raise ValueError(f"unknown log level {level!r}")
     renderer: structlog.typing.Processor = (
@@ -59,7 +94,8 @@ def configure_logging(
         if log_format == "json"
         else structlog.dev.ConsoleRenderer(colors=False)
     )
-    global _tracing
+    out = stream or sys.stderr
+    global _tracing, _handler
     _tracing = numeric <= logging.DEBUG
     structlog.configure(
         processors=[
@@ -68,55 +104,207 @@ def configure_logging(
             structlog.processors.TimeStamper(fmt="iso", utc=True),
             structlog.processors.StackInfoRenderer(),
             structlog.processors.format_exc_info,
-            _copy_to_json_files,
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(numeric),
-        logger_factory=structlog.PrintLoggerFactory(file=stream or sys.stderr),
+        logger_factory=structlog.PrintLoggerFactory(file=out),
         cache_logger_on_first_use=False,
     )
+    top = logging.getLogger(_TOP)
+    if _handler is not None:
+        top.removeHandler(_handler)
+    _handler = _EventLineHandler(out)
+    top.addHandler(_handler)
+    top.setLevel(numeric)
+    top.propagate = False
+
+
+def _unconfigure() -> None:
+    """Undo :func:`configure_logging` (for tests): structlog defaults, no handler."""
+    global _tracing, _handler
+    structlog.reset_defaults()
+    _tracing = False
+    top = logging.getLogger(_TOP)
+    if _handler is not None:
+        top.removeHandler(_handler)
+        _handler = None
+    top.setLevel(logging.NOTSET)
+    top.propagate = True
+
+
+class StatusLine(Protocol):
+    """A line redrawn in place on a terminal (``\\r``), such as a progress bar."""
+
+    @property
+    def stream(self) -> object:
+        """The stream the line is drawn on."""
+
+    def clear(self) -> None:
+        """Erase the line; the cursor is left at its start."""
+
+    def redraw(self) -> None:
+        """Draw the line again after something else was printed."""
+
+
+def set_status_line(line: StatusLine | None) -> None:
+    """Register the status line log lines must go around (``None``: there is none).
+
+    While one is set, each line :func:`configure_logging`'s handler writes to the same
+    stream first erases it and then draws it again below, so a log line never
+    continues a progress bar.
+    """
+    global _status
+    _status = line
+
+
+class _EventLineHandler(logging.StreamHandler[TextIO]):
+    """Writes rendered events, one per line, around a status line on the same stream."""
+
+    def __init__(self, stream: TextIO) -> None:
+        super().__init__(stream)
+        self.setFormatter(logging.Formatter("%(message)s"))
+
+    def emit(self, record: logging.LogRecord) -> None:
+        status = _status
+        if status is None or status.stream is not self.stream:
+            super().emit(record)
+            return
+        status.clear()
+        super().emit(record)
+        status.redraw()
+
+
+class LibraryLogger:
+    """A vyre_async logger: events to the standard-library logger of its name.
+
+    Made by :func:`get_logger`. The methods take an event name and key-value fields,
+    as structlog's do; whether and how each event is shaped is decided when it is
+    logged (see the module's description), so configuring logging after a logger
+    was made still applies to it.
+    """
+
+    __slots__ = ("_context", "_stdlib")
+
+    def __init__(self, stdlib: logging.Logger, context: dict[str, Any]) -> None:
+        self._stdlib = stdlib
+        self._context = context
+
+    @property
+    def name(self) -> str:
+        """The logger's name (``vyre_async.jobs``, ...)."""
+        return self._stdlib.name
+
+    def bind(self, **values: Any) -> LibraryLogger:
+        """A logger that adds ``values`` to every event."""
+        return LibraryLogger(self._stdlib, {**self._context, **values})
+
+    def _bound(self) -> Any:
+        if structlog.is_configured():
+            config = structlog.get_config()
+            return config["wrapper_class"](
+                self._stdlib,
+                processors=[_copy_to_json_files, *config["processors"]],
+                context=config["context_class"](self._context),
+            )
+        return structlog.stdlib.BoundLogger(
+            self._stdlib, processors=_PLAIN_PROCESSORS, context=dict(self._context)
+        )
+
+    def debug(self, event: str, **fields: Any) -> None:
+        """Log ``event`` at debug level."""
+        self._bound().debug(event, **fields)
+
+    def info(self, event: str, **fields: Any) -> None:
+        """Log ``event`` at info level."""
+        self._bound().info(event, **fields)
+
+    def warning(self, event: str, **fields: Any) -> None:
+        """Log ``event`` at warning level."""
+        self._bound().warning(event, **fields)
+
+    def error(self, event: str, **fields: Any) -> None:
+        """Log ``event`` at error level."""
+        self._bound().error(event, **fields)
+
+    def exception(self, event: str, **fields: Any) -> None:
+        """Log ``event`` at error level with the exception being handled."""
+        self._bound().exception(event, **fields)
 
 
 def _copy_to_json_files(
-    _logger: object, _method: str, event_dict: MutableMapping[str, Any]
+    _logger: object, method: str, event_dict: MutableMapping[str, Any]
 ) -> MutableMapping[str, Any]:
-    if _json_files:
-        line = _json_encoder.encode(dict(event_dict)) + b"\n"
-        for lines in _json_files:
+    if not _json_files:
+        return event_dict
+    level = _LEVELS.get(method.upper(), logging.ERROR if method == "exception" else logging.INFO)
+    wanted = [lines for minimum, lines in _json_files if level >= minimum]
+    if wanted:
+        copy = structlog.contextvars.merge_contextvars(_logger, method, dict(event_dict))
+        copy = structlog.processors.format_exc_info(_logger, method, copy)
+        copy["level"] = logging.getLevelName(level).lower()
+        copy["timestamp"] = datetime.datetime.now(datetime.UTC).isoformat().replace("+00:00", "Z")
+        line = _json_encoder.encode(dict(copy)) + b"\n"
+        for lines in wanted:
             lines.put(line)
     return event_dict
 
 
-class JsonLogFile:
-    """Copies every event (at the configured level) to a file as JSON lines.
+def _plain_line(
+    _logger: object, _method: str, event_dict: MutableMapping[str, Any]
+) -> tuple[tuple[str], dict[str, Any]]:
+    """``event key=value ...`` for a standard-library handler, exceptions passed on."""
+    kwargs: dict[str, Any] = {}
+    for key in ("exc_info", "stack_info"):
+        if event_dict.get(key):
+            kwargs[key] = event_dict.pop(key)
+        event_dict.pop(key, None)
+    event = event_dict.pop("event", "")
+    fields = " ".join(f"{key}={value!r}" for key, value in event_dict.items())
+    return (f"{event} {fields}" if fields else str(event),), kwargs
 
-    A background thread does the writing, so logging never blocks the event loop;
-    it flushes whenever it has drained what was queued. ``open`` and ``close`` block
-    (call them in a worker thread from async code). Needs logging set up by
-    :func:`configure_logging`, which ``open`` does with the defaults if nothing
-    configured structlog yet.
+
+_PLAIN_PROCESSORS: list[structlog.typing.Processor] = [
+    structlog.contextvars.merge_contextvars,
+    _copy_to_json_files,
+    structlog.stdlib.filter_by_level,
+    _plain_line,
+]
+
+
+class JsonLogFile:
+    """Copies every event at ``level`` or above to a file as JSON lines.
+
+    Works whatever logging the application configured, or none: the copy is taken
+    before any level filter of structlog (when it is left at its defaults) or of the
+    standard library. A background thread does the writing, so logging never blocks
+    the event loop; it flushes whenever it has drained what was queued. ``open`` and
+    ``close`` block (call them in a worker thread from async code).
 
     Args:
         path: The file; lines are appended.
+        level: Minimum level name of the events copied.
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, level: str = "info") -> None:
+        numeric = _LEVELS.get(level.upper())
+        if numeric is None:
+            raise ValueError(f"unknown log level {level!r}")
         self._path = path
+        self._level = numeric
         self._queue: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
+        self._entry = (numeric, self._queue)
         self._thread = threading.Thread(target=self._write, name=f"log writer {path}", daemon=True)
 
     def open(self) -> None:
         """Open the file and start copying events to it."""
-        if not structlog.is_configured():
-            configure_logging()
         self._file = open(self._path, "ab")  # noqa: SIM115 - closed by the writer thread
         self._thread.start()
-        _json_files.append(self._queue)
+        _json_files.append(self._entry)
 
     def close(self) -> None:
         """Stop copying, write what is queued and close the file."""
-        if self._queue in _json_files:
-            _json_files.remove(self._queue)
+        if self._entry in _json_files:
+            _json_files.remove(self._entry)
             self._queue.put(None)
             self._thread.join()
 
@@ -135,10 +323,9 @@ class JsonLogFile:
                 self._file.flush()
 
 
-def get_logger(name: str) -> structlog.typing.FilteringBoundLogger:
+def get_logger(name: str) -> LibraryLogger:
     """The library's logger for ``name`` (a ``vyre_async.*`` module name)."""
-    logger: structlog.typing.FilteringBoundLogger = structlog.get_logger(name)
-    return logger
+    return LibraryLogger(logging.getLogger(name), {})
 
 
 def tracing_enabled() -> bool:

@@ -1,4 +1,4 @@
-"""Backend telemetry: live counters, frozen snapshots and Prometheus text.
+"""Backend telemetry: live counters, frozen snapshots and Prometheus metrics.
 
 Counters are plain integers updated on the event-loop thread (or under the backend's
 own lock); a snapshot copies them into a frozen msgspec struct, so it is cheap to
@@ -11,7 +11,23 @@ from typing import NamedTuple
 
 import msgspec
 
-__all__ = ["Activity", "TelemetryCounters", "TelemetrySnapshot", "to_prometheus_text"]
+# The Prometheus side lives in its own module, re-exported here where users look.
+from ._prometheus import MetricFamily as MetricFamily
+from ._prometheus import prometheus_collector as prometheus_collector
+from ._prometheus import render_prometheus as render_prometheus
+from ._prometheus import telemetry_families as telemetry_families
+from ._prometheus import to_prometheus_text as to_prometheus_text
+
+__all__ = [
+    "Activity",
+    "MetricFamily",
+    "TelemetryCounters",
+    "TelemetrySnapshot",
+    "prometheus_collector",
+    "render_prometheus",
+    "telemetry_families",
+    "to_prometheus_text",
+]
 
 
 class Activity(NamedTuple):
@@ -135,52 +151,3 @@ class TelemetryCounters:
         fields["resident_bytes_live"] = self.resident_bytes_live
         fields.update(gauges)
         return TelemetrySnapshot(backend=backend, device=device, **fields)
-
-
-_HELP = {
-    "dispatches": ("counter", "Kernel dispatches and sequences submitted."),
-    "kernel_launches": ("counter", "Individual kernel launches."),
-    "bytes_uploaded": ("counter", "Host-to-device bytes."),
-    "bytes_downloaded": ("counter", "Device-to-host bytes."),
-    "sync_points": ("counter", "Host waits on device work."),
-    "resident_allocations": ("counter", "Allocations made for resident memory."),
-    "resident_buffers_live": ("gauge", "Resident buffers not yet freed."),
-    "resident_bytes_live": ("gauge", "Bytes of resident buffers not yet freed."),
-    "wall_ns_total": ("counter", "Dispatch wall time, nanoseconds."),
-    "device_ns_total": ("counter", "Measured device time, nanoseconds."),
-    "enqueue_ns_total": ("counter", "Time inside submit, nanoseconds."),
-    "wait_ns_total": ("counter", "Time awaiting dispatches, nanoseconds."),
-    "pool_hits": ("counter", "Device-memory pool cache hits."),
-    "pool_misses": ("counter", "Device-memory pool allocations."),
-    "pinned_bytes": ("gauge", "Page-locked host staging bytes held."),
-    "streams_cached": ("gauge", "Idle streams cached."),
-    "events_cached": ("gauge", "Idle events cached."),
-    "graphs_captured": ("counter", "Repeated sequence bodies captured as CUDA graphs."),
-    "graph_replays": ("counter", "Submissions that replayed a captured body in one launch."),
-}
-
-
-def _label_value(text: str) -> str:
-    return text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-
-
-def to_prometheus_text(snapshot: TelemetrySnapshot, *, prefix: str = "vyre_async") -> str:
-    """Render a snapshot in the Prometheus text exposition format (version 0.0.4).
-
-    Args:
-        snapshot: The snapshot to render.
-        prefix: Metric name prefix.
-
-    Returns:
-        The exposition text, ending with a newline.
-    """
-    labels = f'backend="{_label_value(snapshot.backend)}",device="{_label_value(snapshot.device)}"'
-    lines: list[str] = []
-    for name, (kind, text) in _HELP.items():
-        metric = f"{prefix}_{name}"
-        if kind == "counter" and not name.endswith("_total"):
-            metric += "_total"
-        lines.append(f"# HELP {metric} {text}")
-        lines.append(f"# TYPE {metric} {kind}")
-        lines.append(f"{metric}{{{labels}}} {getattr(snapshot, name)}")
-    return "\n".join(lines) + "\n"

@@ -203,6 +203,8 @@ class CpuBackend(BackendCore[np.ndarray]):
         )
         self._counters.dispatches += 1
         self._counters.kernel_launches += launches
+        if tracing_enabled():
+            self._log.debug("sequence submitted", launches=launches, reads=len(prepared._reads))
         label = config.label or f"sequence of {len(prefix)}+{len(repeated)}x{repeat_count} steps"
         return self._pending(completion, collect, config, label, start)
 

@@ -11,6 +11,9 @@ from ._execute import BlockResult as BlockResult
 from ._execute import execute_block as execute_block
 from ._items import total_items as total_items
 from ._load import load_job as load_job
+from ._metrics import JobMetrics as JobMetrics
+from ._metrics import serve_metrics as serve_metrics
+from ._preflight import backend_unavailable_reason as backend_unavailable_reason
 from ._records import ItemRecord as ItemRecord
 from ._records import Manifest as Manifest
 from ._runner import JobRunner as JobRunner
@@ -33,6 +36,7 @@ __all__ = [
     "BlockResult",
     "GraphSection",
     "ItemRecord",
+    "JobMetrics",
     "JobRunner",
     "JobSection",
     "JobSpec",
@@ -44,8 +48,10 @@ __all__ = [
     "RandomSources",
     "RunnerState",
     "WorkloadSection",
+    "backend_unavailable_reason",
     "execute_block",
     "load_job",
     "read_records",
+    "serve_metrics",
     "total_items",
 ]

@@ -15,6 +15,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..errors import ConfigurationError
+from ..graphs import CsrGraph
 from ._spec import JobSpec, RandomSources, WorkloadSection
 
 #: Random sources drawn per generator call. Part of the sources' definition (it
@@ -78,8 +79,25 @@ def block_size(workload: WorkloadSection, max_batch: int, num_vertices: int) -> 
     return max_batch
 
 
-def check_sources(spec: JobSpec, num_vertices: int, job_file: str) -> None:
+def sources_out_degree(spec: JobSpec, graph: CsrGraph) -> Ids | None:
+    """The graph's out-degrees when a workload draws sources by them (else ``None``)."""
+    for workload in spec.workload:
+        if isinstance(workload.sources, RandomSources) and workload.sources.min_out_degree:
+            return np.diff(graph.offsets).astype(np.int64, copy=False)
+    return None
+
+
+def check_sources(
+    spec: JobSpec, num_vertices: int, job_file: str, out_degree: Ids | None = None
+) -> None:
     """Refuse listed sources outside the graph (and random ones from an empty graph).
+
+    Args:
+        spec: The job.
+        num_vertices: Vertices of its graph.
+        job_file: The file, for the messages.
+        out_degree: The graph's out-degrees; with them, random sources that must have
+            ``min_out_degree`` out-edges are refused when no vertex has that many.
 
     Raises:
         ConfigurationError: Naming the file, the path inside it and the vertex.
@@ -94,6 +112,13 @@ def check_sources(spec: JobSpec, num_vertices: int, job_file: str) -> None:
                 fix="point [graph] at a graph with vertices.",
             )
         if isinstance(sources, RandomSources):
+            wanted = sources.min_out_degree
+            if wanted and out_degree is not None and int(out_degree.max()) < wanted:
+                raise ConfigurationError(
+                    f"{job_file}: $.workload[{i}].sources.min_out_degree: no vertex has "
+                    f"{wanted} out-edges (the most is {int(out_degree.max())})",
+                    fix=f"lower min_out_degree to at most {int(out_degree.max())}.",
+                )
             continue
         listed = np.asarray(sources, dtype=np.int64)
         if listed.size and int(listed.max()) >= num_vertices:
@@ -106,7 +131,10 @@ def check_sources(spec: JobSpec, num_vertices: int, job_file: str) -> None:
 
 
 def iter_blocks(
-    spec: JobSpec, num_vertices: int, committed: npt.NDArray[np.bool_]
+    spec: JobSpec,
+    num_vertices: int,
+    committed: npt.NDArray[np.bool_],
+    out_degree: Ids | None = None,
 ) -> Iterator[ItemBlock]:
     """The job's items in id order, in blocks, leaving out ``committed`` ids.
 
@@ -114,6 +142,12 @@ def iter_blocks(
         spec: The job.
         num_vertices: Vertices of the loaded graph (random sources are drawn below it).
         committed: One flag per item id; set ids are skipped.
+        out_degree: The graph's out-degrees; needed when random sources have a
+            ``min_out_degree``.
+
+    Raises:
+        ValueError: Random sources have a ``min_out_degree`` and no ``out_degree``
+            was given.
     """
     base = 0
     for index, workload in enumerate(spec.workload):
@@ -123,7 +157,7 @@ def iter_blocks(
             if not committed[base]:
                 yield ItemBlock(index, np.array([base], np.int64), np.empty(0, np.int64))
         else:
-            for start, sources in _source_runs(workload, num_vertices, count):
+            for start, sources in _source_runs(workload, num_vertices, count, out_degree):
                 for at in range(0, sources.size, size):
                     part = sources[at : at + size]
                     ids = np.arange(base + start + at, base + start + at + part.size)
@@ -136,15 +170,23 @@ def iter_blocks(
 
 
 def _source_runs(
-    workload: WorkloadSection, num_vertices: int, count: int
+    workload: WorkloadSection, num_vertices: int, count: int, out_degree: Ids | None
 ) -> Iterator[tuple[int, Ids]]:
     """``(offset, sources)`` runs covering the workload's sources in order."""
     sources = workload.sources
     if isinstance(sources, RandomSources):
         rng = np.random.default_rng(sources.seed)
+        eligible: Ids | None = None
+        if sources.min_out_degree:
+            if out_degree is None:
+                raise ValueError("random sources with a min_out_degree need the out-degrees")
+            eligible = np.flatnonzero(out_degree >= sources.min_out_degree).astype(np.int64)
         for start in range(0, count, SOURCE_CHUNK):
             size = min(SOURCE_CHUNK, count - start)
-            yield start, rng.integers(0, num_vertices, size, dtype=np.int64)
+            if eligible is None:
+                yield start, rng.integers(0, num_vertices, size, dtype=np.int64)
+            else:
+                yield start, eligible[rng.integers(0, eligible.size, size, dtype=np.int64)]
     elif sources is not None:
         for start in range(0, count, SOURCE_CHUNK):
             yield start, np.asarray(sources[start : start + SOURCE_CHUNK], dtype=np.int64)

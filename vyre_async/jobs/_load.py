@@ -13,10 +13,11 @@ from pathlib import Path
 import msgspec
 
 from ..errors import ConfigurationError
+from ._choices import with_choices
 from ._spec import JobSpec
 
 SUFFIXES = {".toml": "toml", ".json": "json", ".yaml": "yaml", ".yml": "yaml"}
-_FIX = "correct the field named above; `vyre-async validate FILE` checks a file without running it."
+_FIX = "correct the field named above."
 
 
 def load_job(path: str | Path) -> JobSpec:
@@ -52,7 +53,8 @@ def load_job(path: str | Path) -> JobSpec:
             return msgspec.json.decode(data, type=JobSpec)
         return msgspec.yaml.decode(data, type=JobSpec)
     except msgspec.ValidationError as exc:
-        raise ConfigurationError(f"{file}: {_path_first(str(exc))}", fix=_FIX) from None
+        message = with_choices(_path_first(str(exc)), JobSpec)
+        raise ConfigurationError(f"{file}: {message}", fix=_FIX) from None
     except (msgspec.DecodeError, tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigurationError(
             f"{file}: not valid {kind.upper()}: {exc}",

@@ -1,20 +1,26 @@
 """Job progress: a redrawn bar on a terminal, periodic log lines otherwise.
 
 The bar (items done, rate, ETA, failures) goes to standard error at most ten times
-a second. When standard error is not a terminal (CI, a log collector, ``nohup``)
-a ``job_progress`` log event carries the same numbers every ``interval`` seconds.
+a second, cut to the terminal's width so that ``\r`` redraws it in place. Log lines
+printed meanwhile erase it and draw it again below themselves (see
+:func:`vyre_async.logging.set_status_line`), so none continues the bar. When
+standard error is not a terminal (CI, a log collector, ``nohup``) a
+``job_progress`` log event carries the same numbers every ``interval`` seconds.
 """
 
 from __future__ import annotations
 
+import os
 import time
 from typing import TextIO
 
-from ..logging import get_logger
+from ..logging import get_logger, set_status_line
 
 _log = get_logger("vyre_async.jobs")
 _BAR = 24
 _REDRAW_S = 0.1
+#: Erase from the cursor to the end of the line (ANSI), after a shorter redraw.
+_ERASE_TO_END = "\x1b[K"
 
 
 class Progress:
@@ -36,7 +42,11 @@ class Progress:
         self._interval = interval
         self._started = time.monotonic()
         self._last_shown = 0.0
-        self._drawn = False
+        self._drawn = ""  # the bar as last drawn; "" while none is on the screen
+        self._redraw = ""  # the bar a log line erased, to draw again below it
+        self._finished = False
+        #: The stream a status line is drawn on (for vyre_async.logging's handler).
+        self.stream = stream
 
     @property
     def elapsed(self) -> float:
@@ -72,20 +82,59 @@ class Progress:
                 eta_s=round(eta, 1) if eta != float("inf") else None,
             )
             return
+        self._draw(self._bar(finished, eta))
+
+    def _bar(self, finished: int, eta: float) -> str:
         share = finished / self.total if self.total else 1.0
         filled = int(share * _BAR)
         eta_text = f"{eta:,.0f}s" if eta != float("inf") else "?"
-        line = (
-            f"\r[{'#' * filled}{'.' * (_BAR - filled)}] {finished:,}/{self.total:,} "
+        return (
+            f"[{'#' * filled}{'.' * (_BAR - filled)}] {finished:,}/{self.total:,} "
             f"({share:6.1%})  {self.rate:,.0f} items/s  ETA {eta_text}  failed {self.failed:,}"
         )
-        self._stream.write(line)
+
+    def _draw(self, bar: str) -> None:
+        if self._stream is None or self._finished:
+            return
+        width = _columns(self._stream)
+        if width > 1:
+            bar = bar[: width - 1]  # a wrapped line cannot be redrawn in place by \r
+        if bar == self._drawn:
+            return
+        self._stream.write(f"\r{bar}{_ERASE_TO_END}")
         self._stream.flush()
-        self._drawn = True
+        if not self._drawn:
+            set_status_line(self)
+        self._drawn = bar
+
+    def clear(self) -> None:
+        """Erase the bar (a log line is about to be printed where it was)."""
+        if self._stream is not None and self._drawn:
+            self._stream.write(f"\r{_ERASE_TO_END}")
+            self._stream.flush()
+            self._redraw, self._drawn = self._drawn, ""
+
+    def redraw(self) -> None:
+        """Draw the bar again, below the log line printed since :meth:`clear`."""
+        if self._stream is not None and not self._drawn and self._redraw:
+            self._draw(self._redraw)
 
     def close(self) -> None:
-        """Show the final numbers and end the bar's line."""
+        """Show the final numbers and end the bar's line, once."""
+        if self._finished:
+            return
         self.show()
+        self._finished = True
         if self._stream is not None and self._drawn:
+            set_status_line(None)
             self._stream.write("\n")
             self._stream.flush()
+            self._drawn = ""
+
+
+def _columns(stream: TextIO) -> int:
+    """The terminal's width in columns, or 0 where the stream is not a terminal."""
+    try:
+        return os.get_terminal_size(stream.fileno()).columns
+    except (AttributeError, OSError, ValueError):
+        return 0

@@ -19,6 +19,7 @@ again, at most ``limits.max_reopens`` times. The committer lives across generati
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import itertools
 import os
@@ -32,24 +33,29 @@ from typing import Any, Literal, TextIO
 
 import anyio
 import msgspec
+import numpy as np
 from anyio.abc import ObjectReceiveStream, ObjectSendStream
 
 from .._groups import sole_vyre_error
 from ..backends import BackendKind, DeviceSelector
-from ..errors import DeviceLostError, LifecycleError, VyreError
+from ..errors import DeviceLostError, LifecycleError, UnsupportedFeatureError, VyreError
 from ..graphs import CsrGraph
 from ..logging import JsonLogFile, get_logger
 from ..sessions import BatchingConfig
+from ..telemetry import MetricFamily
 from ._committer import Committer, Outcomes
 from ._execute import BlockExecutor, array_records, count_records, execute_block
 from ._graph_source import job_fingerprint, load_job_graph
-from ._items import ItemBlock, check_sources, iter_blocks, total_items
+from ._items import ItemBlock, check_sources, iter_blocks, sources_out_degree, total_items
+from ._metrics import JobMetrics, job_families, refresh_periodically
+from ._preflight import backend_unavailable_reason
 from ._progress import Progress
 from ._records import ItemRecord
+from ._retry import retry_delay
 from ._spec import JobSpec
 from ._store import LOG_FILE, ResultStore, output_folder
 from ._summary import JobSummary
-from ._targets import BlockTarget, local_target
+from ._targets import BlockTarget, LocalTarget, local_target
 
 _log = get_logger("vyre_async.jobs")
 
@@ -84,6 +90,10 @@ class JobRunner:
         handle_signals: Drain on the first SIGINT/SIGTERM and exit at once on the
             second (the CLI turns this on; it needs the main thread).
         progress_stream: Where the progress bar goes; ``None`` logs progress lines.
+        retry_rng: Draws the jitter of retry waits (a fresh generator by default;
+            tests pass a seeded one).
+        metrics: Refreshed with the job's figures about once a second while it runs
+            (for Prometheus; see :class:`JobMetrics`).
     """
 
     def __init__(
@@ -98,6 +108,8 @@ class JobRunner:
         execute: BlockExecutor = execute_block,
         handle_signals: bool = False,
         progress_stream: TextIO | None = None,
+        retry_rng: np.random.Generator | None = None,
+        metrics: JobMetrics | None = None,
     ) -> None:
         self._spec = spec
         self._job_file = Path(job_file)
@@ -109,6 +121,10 @@ class JobRunner:
         self._execute = execute
         self._handle_signals = handle_signals
         self._progress_stream = progress_stream
+        self._retry_rng = retry_rng if retry_rng is not None else np.random.default_rng()
+        self._metrics = metrics
+        self._live_target: LocalTarget | None = None
+        self._live_families: list[MetricFamily] = []
         self._state = RunnerState.UNOPENED
         self._total = total_items(spec)
         # Blocks taken from the item sequence and not yet handed to the committer.
@@ -160,6 +176,7 @@ class JobRunner:
 
     async def _run(self) -> JobSummary:
         spec, started = self._spec, time.monotonic()
+        await self._check_backend()
         self._folder = await anyio.to_thread.run_sync(
             output_folder, self._job_file, spec.output.dir, self._out
         )
@@ -173,13 +190,26 @@ class JobRunner:
                 resume=self._resume,
             )
         )
-        log_file = JsonLogFile(self._folder / LOG_FILE)
+        log_file = JsonLogFile(self._folder / LOG_FILE, level=spec.logging.level)
         await anyio.to_thread.run_sync(log_file.open)
         try:
             return await self._run_logged(store, started)
         finally:
             with anyio.CancelScope(shield=True):
                 await anyio.to_thread.run_sync(log_file.close)
+
+    async def _check_backend(self) -> None:
+        """Refuse a CUDA job where no GPU answers, before loading or creating anything."""
+        reason = await anyio.to_thread.run_sync(
+            backend_unavailable_reason, self._backend_kind, self._devices, self._spec.job.executor
+        )
+        if reason is not None:
+            raise UnsupportedFeatureError(
+                f"job {self._spec.job.name!r} runs on the CUDA backend, and {reason}",
+                fix="run it where a GPU answers, or on the CPU backend: "
+                "JobRunner(spec, job_file=..., backend='cpu'), or [job] backend = \"auto\" "
+                "in the job file.",
+            )
 
     async def _run_logged(self, store: ResultStore, started: float) -> JobSummary:
         spec = self._spec
@@ -191,16 +221,19 @@ class JobRunner:
             resume=self._resume,
         )
         graph = await anyio.to_thread.run_sync(load_job_graph, spec, self._job_file)
-        check_sources(spec, graph.num_vertices, str(self._job_file))
+        out_degree = sources_out_degree(spec, graph)
+        check_sources(spec, graph.num_vertices, str(self._job_file), out_degree)
         committed = await anyio.to_thread.run_sync(store.committed_ids)
         skipped = int(committed.sum())
         progress = Progress(
             self._total, skipped, self._progress_stream, spec.logging.progress_interval_s
         )
-        blocks = iter_blocks(spec, graph.num_vertices, committed)
+        blocks = iter_blocks(spec, graph.num_vertices, committed, out_degree)
         del committed
         await self._run_generations(store, graph, blocks, progress)
         progress.close()
+        if self._metrics is not None:
+            self._metrics.publish(self._metric_families(progress))
         summary = await self._finish(store, progress, time.monotonic() - started)
         fields = msgspec.to_builtins(summary)
         for bulky in ("telemetry", "batches"):  # in summary.json; too long for a line
@@ -217,6 +250,10 @@ class JobRunner:
         async with anyio.create_task_group() as tg:
             if self._handle_signals:
                 tg.start_soon(self._watch_signals)
+            if self._metrics is not None:
+                tg.start_soon(
+                    refresh_periodically, self._metrics, lambda: self._metric_families(progress)
+                )
             tg.start_soon(committer.run, receive)
             async with send:
                 while True:
@@ -255,6 +292,8 @@ class JobRunner:
         try:
             async with self._open_target(graph) as target:
                 self._backend_name = (target.backend, target.device)
+                if isinstance(target, LocalTarget):
+                    self._live_target = target
                 with anyio.CancelScope(deadline=self._drain_deadline) as scope:
                     self._generation_scope = scope
                     workers = target.concurrency
@@ -268,11 +307,37 @@ class JobRunner:
                                 tg.start_soon(self._work, target, receive.clone(), records, store)
                 self._generation_scope = None
                 self._telemetry, self._batches = await target.report()
+                self._metric_families_of_target()  # the last ones, before it closes
         except VyreError as exc:
             if self._lost is None and not isinstance(exc, DeviceLostError):
                 raise
             # Closing (or reopening) a lost device fails too; the next try decides.
             self._lost = self._lost or exc
+        finally:
+            self._live_target = None
+
+    def _metric_families_of_target(self) -> list[MetricFamily]:
+        """The open target's figures now, else the last ones it gave."""
+        if self._live_target is not None and self._metrics is not None:
+            with contextlib.suppress(VyreError):  # a lost device: keep the last figures
+                self._live_families = self._live_target.metric_families(self._metrics.prefix)
+        return self._live_families
+
+    def _metric_families(self, progress: Progress) -> list[MetricFamily]:
+        prefix = self._metrics.prefix if self._metrics is not None else "vyre_async"
+        return [
+            *job_families(
+                prefix,
+                self._spec.job.name,
+                items_total=self._total,
+                items_committed=progress.skipped + progress.done,
+                items_done=progress.done,
+                items_failed=progress.failed,
+                retries=self._retries,
+                reopens=self._reopens,
+            ),
+            *self._metric_families_of_target(),
+        ]
 
     def _open_target(self, graph: CsrGraph) -> AbstractAsyncContextManager[BlockTarget]:
         spec = self._spec
@@ -355,7 +420,7 @@ class JobRunner:
                         attempt=attempts,
                         error=_reason(exc, limits.item_timeout_s),
                     )
-                    await anyio.sleep(limits.retry_backoff_s * 2 ** (attempts - 1))
+                    await anyio.sleep(retry_delay(limits, attempts, self._retry_rng))
                     continue
                 if len(block) > 1:
                     # Find the items at fault: each of the block's items on its own.

@@ -52,10 +52,16 @@ class GraphSection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 
 class RandomSources(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """``sources = { random = N, seed = S }``: N sources drawn uniformly, seeded."""
+    """``sources = { random = N, seed = S, min_out_degree = D }``: N sources, seeded.
+
+    Drawn uniformly among the vertices with at least ``D`` out-edges (``D = 0``, the
+    default: all vertices). ``D = 1`` leaves out the vertices with no out-edge, whose
+    traversals reach only themselves (about a quarter of an R-MAT graph's vertices).
+    """
 
     random: Annotated[int, msgspec.Meta(ge=1, le=100_000_000)]
     seed: NonNegative = 0
+    min_out_degree: NonNegative = 0
 
 
 class WorkloadSection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -97,7 +103,10 @@ class BatchingSection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 class LimitsSection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """``[limits]``: timeouts, retries of retryable errors, the failure budget.
 
-    A job stops (exit 1) once more than ``max_failed_items`` items failed. A lost
+    Retry ``n`` of a block waits between half and all of ``min(retry_backoff_max_s,
+    retry_backoff_s * 2**(n - 1))`` seconds, drawn at random so blocks that failed
+    together do not retry together. A job stops (exit 1) once more than
+    ``max_failed_items`` items failed. A lost
     device is reopened, and the graph uploaded again, at most ``max_reopens`` times.
     On the first SIGINT/SIGTERM in-flight work gets ``drain_timeout_s`` to finish.
     """
@@ -105,6 +114,7 @@ class LimitsSection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     item_timeout_s: Annotated[float, msgspec.Meta(gt=0.0)] = 60.0
     retries: Annotated[int, msgspec.Meta(ge=0, le=100)] = 2
     retry_backoff_s: Annotated[float, msgspec.Meta(ge=0.0, le=600.0)] = 0.1
+    retry_backoff_max_s: Annotated[float, msgspec.Meta(ge=0.0, le=3600.0)] = 30.0
     max_failed_items: NonNegative = 0
     max_reopens: Annotated[int, msgspec.Meta(ge=0, le=100)] = 2
     drain_timeout_s: Annotated[float, msgspec.Meta(gt=0.0, le=3600.0)] = 30.0

@@ -17,6 +17,7 @@ import numpy as np
 from ..backends import BackendKind, DeviceSelector, open_backend
 from ..graphs import CsrGraph
 from ..sessions import BatchingConfig, ResidentGraphSession
+from ..telemetry import MetricFamily, telemetry_families
 from ._execute import BlockExecutor, BlockResult
 from ._spec import WorkloadSection
 
@@ -70,6 +71,15 @@ class LocalTarget:
     async def run(self, workload: WorkloadSection, sources: np.ndarray) -> BlockResult:
         """Run one block on the session (through its batcher)."""
         return await self._execute(self._session, workload, sources)
+
+    def metric_families(self, prefix: str) -> list[MetricFamily]:
+        """The backend's telemetry and the session's batcher and session figures, now."""
+        return telemetry_families(
+            self._telemetry(),
+            batches=self._session.batch_stats(),
+            session=self._session.stats(),
+            prefix=prefix,
+        )
 
     async def report(self) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
         """The backend's telemetry and the session's batcher statistics."""

@@ -18,9 +18,9 @@ import struct
 import tempfile
 from pathlib import Path
 
-import structlog
+from ..logging import get_logger
 
-_log: structlog.typing.FilteringBoundLogger = structlog.get_logger("vyre_async.kernels")
+_log = get_logger("vyre_async.kernels")
 
 MAGIC = b"VYRECUBN"
 FORMAT_VERSION = 1

@@ -21,13 +21,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import msgspec
-import structlog
 
 from ..errors import UnsupportedFeatureError
+from ..logging import get_logger
 from . import _cache, _nvrtc
 from ._kernel import Kernel
 
-_log: structlog.typing.FilteringBoundLogger = structlog.get_logger("vyre_async.kernels")
+_log = get_logger("vyre_async.kernels")
 
 _ARCH = re.compile(r"sm_(\d{2,3})([af]?)")
 #: Bumped when the key's recipe changes, so old disk entries stop matching.

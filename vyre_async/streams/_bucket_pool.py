@@ -16,13 +16,13 @@ from collections import OrderedDict
 from collections.abc import Callable
 
 import msgspec
-import structlog
 
 from ..errors import LifecycleError, OutOfMemoryError, VyreError
+from ..logging import get_logger
 
 __all__ = ["BucketPool", "MemoryPoolStats", "bucket_capacity"]
 
-logger = structlog.get_logger("vyre_async.streams")
+logger = get_logger("vyre_async.streams")
 
 MIN_CAPACITY = 256
 #: Past this size buckets grow in fixed steps, not doublings: a 1 GiB + 1 byte

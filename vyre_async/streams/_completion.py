@@ -19,14 +19,14 @@ from typing import Any, Protocol
 
 import anyio
 import anyio.lowlevel
-import structlog
 
 from ..errors import DispatchError
+from ..logging import get_logger
 from ._park import Spot, wake
 
 __all__ = ["Completion", "CompletionSource"]
 
-logger = structlog.get_logger("vyre_async.streams")
+logger = get_logger("vyre_async.streams")
 
 
 class CompletionSource(Protocol):

@@ -15,7 +15,6 @@ from collections.abc import Callable
 from typing import Any
 
 import msgspec
-import structlog
 
 from ..errors import (
     ConfigurationError,
@@ -24,11 +23,12 @@ from ..errors import (
     UnsupportedFeatureError,
     VyreError,
 )
+from ..logging import get_logger
 from ._driver import CUDA_SUCCESS, DEVICE_LOST_FIX, call, check, load_driver, unavailable
 
 __all__ = ["CudaDevice", "DeviceHealth", "DeviceInfo"]
 
-logger = structlog.get_logger("vyre_async.streams")
+logger = get_logger("vyre_async.streams")
 
 # The CudaDevice whose context each thread last made current, by a token unique to
 # each open (not the context handle), so a closed device and a new one for the same

@@ -18,8 +18,6 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any
 
-import structlog
-
 from ..errors import (
     DeviceLostError,
     DispatchError,
@@ -27,6 +25,7 @@ from ..errors import (
     UnsupportedFeatureError,
     VyreError,
 )
+from ..logging import get_logger
 
 __all__ = [
     "DEVICE_LOST_RESULTS",
@@ -39,7 +38,7 @@ __all__ = [
     "result_name",
 ]
 
-logger = structlog.get_logger("vyre_async.streams")
+logger = get_logger("vyre_async.streams")
 
 CUDA_SUCCESS = 0
 CUDA_ERROR_OUT_OF_MEMORY = 2
@@ -312,7 +311,9 @@ def load_driver() -> ModuleType:
             driver = _initialise(importlib.import_module)
         except UnsupportedFeatureError as exc:
             _failure = (exc.what, exc.fix)
-            logger.info("cuda_driver_unavailable", reason=exc.what)
+            # Debug only: the caller reports it (open_backend's fallback line, or the
+            # error it raises), so an info line here would say the same thing twice.
+            logger.debug("cuda_driver_unavailable", reason=exc.what)
             raise
         _driver = driver
         version = check(driver.cuDriverGetVersion(), "cuDriverGetVersion")

@@ -16,16 +16,15 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-import structlog
-
 from ..errors import LifecycleError, VyreError
+from ..logging import get_logger
 
 if TYPE_CHECKING:
     from ._device import CudaDevice
 
 __all__ = ["EventPool", "HandlePool", "StreamPool"]
 
-logger = structlog.get_logger("vyre_async.streams")
+logger = get_logger("vyre_async.streams")
 
 
 class HandlePool:

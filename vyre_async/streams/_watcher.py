@@ -40,10 +40,10 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.lowlevel
-import structlog
 from anyio.abc import TaskStatus
 
 from ..errors import DeviceLostError, DispatchError, LifecycleError, VyreError
+from ..logging import get_logger
 from ._backoff import Backoff
 from ._completion import Completion
 from ._driver import CUDA_ERROR_NOT_READY, CUDA_SUCCESS, check, error_for, is_sticky
@@ -55,7 +55,7 @@ if TYPE_CHECKING:
 
 __all__ = ["CompletionWatcher"]
 
-logger = structlog.get_logger("vyre_async.streams")
+logger = get_logger("vyre_async.streams")
 
 #: Naps shorter than this sleep in a worker thread (see the module docstring)...
 PRECISE_NAP_S = 1e-3
