@@ -6,9 +6,10 @@ file or output folder, 130/143 after SIGINT/SIGTERM (drained and committed; the
 message says how to resume). ``vyre-async validate FILE`` checks a job file without
 running it (exit 0, or 2 with the file, the path inside it and a fix).
 ``vyre-async info`` prints what this machine offers: the backend ``auto`` picks, the
-GPU (name, compute capability, memory, driver version), NVRTC's version and the
-kernel cache directory. Errors print their message (with its ``Fix:``), never a
-traceback.
+GPU (name, compute capability, memory, driver version), NVRTC's and cuda-bindings'
+versions, whether the driver supports their CUDA major (with the extra to install
+when it does not) and the kernel cache directory. Errors print their message (with
+its ``Fix:``), never a traceback.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import msgspec
 
 from . import __version__
 from .backends import DeviceSelector, open_backend
+from .backends._toolchain import describe_cuda_toolchain
 from .errors import ConfigurationError, ValidationError, VyreError
 from .jobs import JobRunner, JobSummary, load_job, total_items
 from .kernels._cache import cache_root
@@ -36,6 +38,8 @@ async def _info() -> dict[str, object]:
         report["nvrtc"] = "{}.{}".format(*nvrtc_version())
     except VyreError as exc:
         report["nvrtc"] = f"unavailable: {exc.what}"
+    # cuda-bindings and driver versions, and whether the driver runs what NVRTC builds.
+    report.update(await anyio.to_thread.run_sync(describe_cuda_toolchain))
     report["kernel_cache"] = str(cache_root())
     async with open_backend("auto") as backend:
         report["backend"] = backend.kind
