@@ -6,7 +6,9 @@
 VENV="${VYRE_ASYNC_VENV:-.venv}"
 CUDA_EXTRA="${VYRE_ASYNC_CUDA:-cu13}"
 case "$CUDA_EXTRA" in
-    cu12 | cu13) ;;
+    # The other major's NVRTC goes when switching: cuda-bindings 12 would load NVRTC 13.
+    cu12) OTHER_NVRTC=nvidia-cuda-nvrtc ;;
+    cu13) OTHER_NVRTC=nvidia-cuda-nvrtc-cu12 ;;
     *)
         echo "VYRE_ASYNC_CUDA must be cu12 or cu13, got '$CUDA_EXTRA'" >&2
         exit 2
@@ -19,6 +21,7 @@ stamp="$VENV/.vyre-async-installed"
 want="$(python3 -c 'import hashlib,sys; print(hashlib.sha256(open("pyproject.toml","rb").read()).hexdigest())') $CUDA_EXTRA"
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
     "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check --upgrade pip
+    "$VENV/bin/python" -m pip uninstall --quiet --yes "$OTHER_NVRTC" >/dev/null 2>&1 || true
     "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -e ".[test,lint,$CUDA_EXTRA]"
     echo "$want" > "$stamp"
 fi

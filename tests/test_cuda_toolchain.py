@@ -43,7 +43,8 @@ def test_a_driver_of_the_same_or_newer_major_fits(
             [
                 "supports CUDA 12.8 (cuDriverGetVersion 12080)",
                 "needs driver 580 or newer",
-                "Fix: install the CUDA 12 packages: pip install 'vyre-async[cu12]'",
+                "Fix: install the CUDA 12 packages: pip uninstall -y nvidia-cuda-nvrtc && "
+                "pip install 'vyre-async[cu12]'",
             ],
         ),
         (
@@ -111,21 +112,25 @@ def test_info_says_the_driver_is_too_old_and_the_fix(capsys: pytest.CaptureFixtu
     assert report["backend"] == "cpu"
     assert report["cuda"].startswith("unusable: the NVIDIA driver supports CUDA 12.8")
     assert "pip install 'vyre-async[cu12]'" in report["cuda"]
-    assert report["cuda_bindings"].split(".")[0] == "13"
 
 
 def test_importing_and_a_cpu_dispatch_import_no_cuda_module() -> None:
     """import vyre_async (and its graphs, jobs, CLI) plus a CPU dispatch load no cuda.* module,
-    even where cuda-bindings is installed."""
+    even where cuda-bindings is installed (cuda-bindings 12 imports its top-level `cuda`
+    package at interpreter start-up through a .pth file: that one is not ours)."""
     script = """
-import sys, anyio, numpy as np
+import sys
+def cuda_modules():
+    return {m for m in sys.modules if m == "cuda" or m.startswith("cuda.")}
+at_start = cuda_modules()
+import anyio, numpy as np
 import vyre_async as va, vyre_async.graphs, vyre_async.jobs, vyre_async.cli
 async def main():
     async with va.open_backend("cpu") as backend:
         x = np.ones(4, np.float32)
         await backend.dispatch(va.kernels.axpy, {"x": x, "y": x}, a=1.0)
 anyio.run(main)
-print(sorted(m for m in sys.modules if m == "cuda" or m.startswith("cuda.")))
+print(sorted(cuda_modules() - at_start))
 """
     done = subprocess.run(  # noqa: S603 - our own interpreter running our own script
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False

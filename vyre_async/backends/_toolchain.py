@@ -79,9 +79,10 @@ def check_driver_fits(driver_version: int, nvrtc: tuple[int, int], bindings: str
         f"{needed}, which needs {newer}"
     )
     if have in DRIVER_BRANCH:
+        # cuda-bindings 12 loads NVRTC 13 when both are installed, so NVRTC 13 must go.
         fix = (
-            f"install the CUDA {have} packages: pip install 'vyre-async[cu{have}]' (it "
-            f"replaces cuda-bindings {bindings_major} with {have}.x); or upgrade to {newer}."
+            f"install the CUDA {have} packages: pip uninstall -y nvidia-cuda-nvrtc && "
+            f"pip install 'vyre-async[cu{have}]'; or upgrade to {newer}."
         )
     else:
         fix = f"upgrade the NVIDIA driver to {DRIVER_BRANCH[min(DRIVER_BRANCH)]} or newer."

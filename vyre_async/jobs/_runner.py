@@ -42,7 +42,7 @@ from ..logging import JsonLogFile, get_logger
 from ..sessions import BatchingConfig
 from ._committer import Committer, Outcomes
 from ._execute import BlockExecutor, array_records, count_records, execute_block
-from ._graph_source import job_fingerprint, load_job_graph
+from ._graph_source import job_fingerprint, load_job_graph, resolve_sources
 from ._items import ItemBlock, check_sources, iter_blocks, total_items
 from ._progress import Progress
 from ._records import ItemRecord
@@ -99,8 +99,9 @@ class JobRunner:
         handle_signals: bool = False,
         progress_stream: TextIO | None = None,
     ) -> None:
-        self._spec = spec
         self._job_file = Path(job_file)
+        # A spec made in code may still name sources files; load_job's are read already.
+        self._spec = spec = resolve_sources(spec, self._job_file)
         self._out = out
         self._folder = Path()
         self._backend_kind: BackendKind = backend or spec.job.backend
