@@ -17,8 +17,8 @@ from typing import Any
 import anyio
 import numpy as np
 
-from ..errors import DispatchError, LifecycleError, VyreError
-from ..kernels._kernel import BoundCall
+from ..errors import DispatchError, LifecycleError, UnsupportedFeatureError, VyreError
+from ..kernels._kernel import BoundCall, Reference
 from ..streams._pending import Completion
 from ._config import DispatchConfig
 from ._core import BackendCore, Enqueued, ReadPlan, _quietly
@@ -60,6 +60,7 @@ class CpuBackend(BackendCore[np.ndarray]):
         completion: Completion,
         waits: list[Completion],
     ) -> Enqueued:
+        reference = _reference_of(call)
         arrays: dict[str, np.ndarray] = {}
         host_outputs: dict[str, tuple[int, ...]] = {}
         to_clear: list[np.ndarray] = []
@@ -83,7 +84,7 @@ class CpuBackend(BackendCore[np.ndarray]):
             for array in to_clear:
                 array.fill(0)
             for _ in range(config.fixpoint_iterations):
-                call.kernel.reference(arrays, call.scalars)
+                reference(arrays, call.scalars)
 
         label = config.label or call.kernel.name
         task_group.start_soon(self._run, work, completion, waits, label)
@@ -106,13 +107,14 @@ class CpuBackend(BackendCore[np.ndarray]):
         waits: list[Completion],
     ) -> Enqueued:
         def bind(call: BoundCall[ResidentBuffer]) -> Callable[[], None]:
+            reference = _reference_of(call)
             arrays = {name: self._registry.storage(b) for name, b in call.buffers.items()}
             outs = [arrays[p.name] for p in call.kernel.buffer_params if p.role == "out"]
 
             def step() -> None:
                 for array in outs:
                     array.fill(0)
-                call.kernel.reference(arrays, call.scalars)
+                reference(arrays, call.scalars)
 
             return step
 
@@ -218,3 +220,15 @@ class CpuBackend(BackendCore[np.ndarray]):
         if array.nbytes > _INLINE_COPY_BYTES:
             return await anyio.to_thread.run_sync(np.copy, array, limiter=self._limiter)
         return array.copy()
+
+
+def _reference_of(call: BoundCall[Any]) -> Reference:
+    """The kernel's NumPy reference; a CUDA-only kernel (none) is refused before any work."""
+    reference = call.kernel.reference
+    if reference is None:
+        raise UnsupportedFeatureError(
+            f"kernel {call.kernel.name!r} has no NumPy reference, so the CPU backend cannot run it",
+            fix="run it on a GPU (open_backend('cuda')), or give the Kernel a reference= "
+            "function that computes the same outputs with NumPy.",
+        )
+    return reference

@@ -114,8 +114,8 @@ def check_edge_weights(
 
     Weights must be finite and fit float32: NaN, infinities and finite values beyond
     float32's range (about 3.4e38) are refused, not turned into NaN or infinity.
-    Rounding to float32's 24-bit precision is accepted (integers above 2**24 may
-    change by a few units).
+    Rounding to float32's 24-bit precision is accepted (a float64 weight, or an
+    integer above 2**24, becomes the nearest float32).
 
     Args:
         value: The weights.
