@@ -17,10 +17,11 @@ FORMATS = ["csr", "csc", "coo", "bsr", "dia", "dok", "lil"]
 def random_triplets(
     rng: np.random.Generator, n: int, m: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """``m`` random entries with duplicates likely; values are nonzero multiples of 1/8,
-    so any summation order gives the same float64 (and float32) result."""
+    """``m`` random entries with duplicates likely; values are positive multiples of 1/8,
+    so any summation order gives the same float64 (and float32) result and no sum
+    cancels to zero (a stored zero stays an edge: tested on its own)."""
     rows, cols = rng.integers(0, n, m), rng.integers(0, n, m)
-    values = rng.integers(1, 200, m) / 8.0 * rng.choice([-1.0, 1.0], m)
+    values = rng.integers(1, 200, m) / 8.0
     return rows, cols, values
 
 
@@ -50,9 +51,12 @@ def assert_graph_is_dense(graph: CsrGraph, dense: np.ndarray, *, weighted: bool 
 
 
 def in_format(coo: scipy.sparse.coo_array, fmt: str, *, matrix_class: bool) -> Any:
-    """The same matrix as a ``fmt`` sparse array (or the older ``*_matrix`` class)."""
-    converted = coo.asformat(fmt) if fmt != "coo" else coo
-    return scipy.sparse.coo_matrix(converted).asformat(fmt) if matrix_class else converted
+    """The same matrix as a ``fmt`` sparse array (or the older ``*_matrix`` class); BSR
+    with 1 x 1 blocks, so it stores no padding zeros (those are tested on their own)."""
+    converted = coo.tobsr(blocksize=(1, 1)) if fmt == "bsr" else coo.asformat(fmt)
+    if not matrix_class:
+        return converted
+    return getattr(scipy.sparse, f"{fmt}_matrix")(converted)
 
 
 @pytest.mark.parametrize("matrix_class", [False, True])
@@ -85,6 +89,21 @@ def test_index_and_value_dtypes_are_cast(
     csr.indptr = csr.indptr.astype(index_dtype)
     graph = CsrGraph.from_scipy(csr)
     assert_graph_is_dense(graph, dense_reference(n, rows, cols, values.astype(np.float64)))
+
+
+def test_zero_sums_and_bsr_padding_are_stored_entries_so_edges() -> None:
+    """Duplicates summing to 0 and a BSR block's padding are stored zeros: weight-0 edges,
+    gone after eliminate_zeros()."""
+    coo = scipy.sparse.coo_array(([1.0, -1.0, 2.0], ([0, 0, 1], [1, 1, 0])), shape=(2, 2))
+    graph = CsrGraph.from_scipy(coo)
+    np.testing.assert_array_equal(graph.indices, [1, 0])
+    np.testing.assert_array_equal(graph.weights, [0.0, 2.0])
+    bsr = scipy.sparse.bsr_array(np.array([[5.0, 0.0], [0.0, 0.0]]), blocksize=(2, 2))
+    assert CsrGraph.from_scipy(bsr).num_edges == 4
+    bsr.eliminate_zeros()  # whole zero blocks only: the block holding 5 stays
+    csr = bsr.tocsr()
+    csr.eliminate_zeros()
+    assert CsrGraph.from_scipy(csr).num_edges == 1
 
 
 def test_explicit_zeros_stay_edges_and_weighted_false_keeps_the_pattern() -> None:
@@ -130,6 +149,17 @@ def test_the_callers_matrix_is_left_as_it_was() -> None:
     np.testing.assert_array_equal(csr.indices, [1, 0, 1])
     np.testing.assert_array_equal(csr.data, [1.0, 2.0, 4.0])
     assert not np.shares_memory(graph.indices, csr.indices)
+    canonical = scipy.sparse.csr_array(
+        (np.ones(2, np.float32), np.array([0, 1], np.int32), np.array([0, 1, 2], np.int32)),
+        shape=(2, 2),
+    )
+    graph = CsrGraph.from_scipy(canonical)  # already int32/float32: still copied
+    for ours, theirs in zip(
+        (graph.offsets, graph.indices, graph.weights),
+        (canonical.indptr, canonical.indices, canonical.data),
+        strict=True,
+    ):
+        assert not np.shares_memory(ours, theirs)
 
 
 @pytest.mark.parametrize(

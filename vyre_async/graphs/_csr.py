@@ -237,8 +237,10 @@ class CsrGraph:
         Any format (CSR, CSC, COO, BSR, DIA, DOK, LIL; ``*_matrix`` or ``*_array``) and
         any index and value dtypes are taken. The matrix is brought into SciPy's
         canonical CSR form first, so duplicate entries of a COO matrix are summed, as
-        ``matrix.tocsr()`` sums them; explicitly stored zeros stay edges (call
-        ``matrix.eliminate_zeros()`` first if they are not). Column indices are cast to
+        ``matrix.tocsr()`` sums them. Every stored entry is an edge, a stored zero one
+        of weight 0: explicit zeros, duplicates summing to zero and the padding of BSR
+        blocks (call ``eliminate_zeros()`` on the CSR form first where zeros are not
+        edges). Column indices are cast to
         int32 after a range check; offsets are int32 when the edge count allows. The
         caller's matrix is not modified and the graph shares no memory with it.
 

@@ -20,7 +20,8 @@ def canonical_csr(
     Canonical: column indices sorted within each row and duplicates summed, as
     ``matrix.tocsr()`` followed by ``sum_duplicates()`` gives them. Explicitly stored
     zeros stay (they are edges). The caller's matrix is never modified: arrays shared
-    with it are copied before anything is sorted in place.
+    with it are copied before anything is sorted in place. The arrays returned may be
+    the caller's own when already canonical; the caller casts (copies) them.
 
     Raises:
         TypeError: ``matrix`` is not a SciPy sparse matrix or array.
@@ -54,9 +55,9 @@ def canonical_csr(
             fix="pass a real-valued matrix (matrix.real, or abs(matrix)), or weighted=False.",
         )
     csr = m.tocsr()
-    if csr is m or getattr(csr, "indices", None) is getattr(m, "indices", None):
-        csr = csr.copy()
     if not csr.has_canonical_format:
+        if csr is m or getattr(csr, "indices", None) is getattr(m, "indices", None):
+            csr = csr.copy()  # sum_duplicates sorts in place: never the caller's arrays
         csr.sum_duplicates()
     indptr, indices, data = csr.indptr, csr.indices, csr.data
     if indices.size and (int(indices.min()) < 0 or int(indices.max()) >= n):
