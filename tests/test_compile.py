@@ -340,11 +340,11 @@ def test_concurrent_compiles_of_one_kernel_build_it_once(builds: list[str]) -> N
 def test_missing_nvrtc_bindings_raise_unsupported_feature_error(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Without cuda.bindings.nvrtc, compiling says to install cuda-bindings[all]."""
+    """Without cuda.bindings.nvrtc, compiling names the extras that bring NVRTC."""
     monkeypatch.setitem(sys.modules, "cuda.bindings.nvrtc", None)
     _nvrtc.forget_loaded_state()
 
-    with pytest.raises(UnsupportedFeatureError, match=r"Fix: .*cuda-bindings\[all\]"):
+    with pytest.raises(UnsupportedFeatureError, match=r"Fix: .*vyre-async\[cu13\].*\[cu12\]"):
         compile_kernel(axpy, "sm_90")
 
 

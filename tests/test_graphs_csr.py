@@ -296,6 +296,7 @@ def test_graphs_all_is_sorted_and_complete() -> None:
     assert graphs.__all__ == sorted(graphs.__all__)
     assert set(graphs.__all__) == {
         "CsrGraph",
+        "VertexIds",
         "load_edge_list",
         "load_graph",
         "load_matrix_market",

@@ -7,9 +7,10 @@ and committed; the message says how to resume). ``vyre-async validate FILE...``
 checks job files without running them (exit 0 when all are valid, else 2 with, for
 each bad one, the file, the path inside it and a fix). ``vyre-async info`` prints
 what this machine offers: the backend ``auto`` picks, the GPU (name, compute
-capability, memory, driver version), NVRTC's version and the kernel cache
-directory. ``--log-level`` and ``--log-format`` go before or after the command.
-Errors print their message (with its ``Fix:``), never a traceback.
+capability, memory, driver version), NVRTC's and cuda-bindings' versions, whether
+the driver supports their CUDA major (with the extra to install when it does not)
+and the kernel cache directory. ``--log-level`` and ``--log-format`` go before or
+after the command. Errors print their message (with its ``Fix:``), never a traceback.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import msgspec
 
 from . import __version__
 from .backends import DeviceSelector, open_backend
+from .backends._toolchain import describe_cuda_toolchain
 from .errors import ConfigurationError, UnsupportedFeatureError, ValidationError, VyreError
 from .jobs import (
     JobMetrics,
@@ -46,6 +48,8 @@ async def _info() -> dict[str, object]:
         report["nvrtc"] = "{}.{}".format(*nvrtc_version())
     except VyreError as exc:
         report["nvrtc"] = f"unavailable: {exc.what}"
+    # cuda-bindings and driver versions, and whether the driver runs what NVRTC builds.
+    report.update(await anyio.to_thread.run_sync(describe_cuda_toolchain))
     report["kernel_cache"] = str(cache_root())
     async with open_backend("auto") as backend:
         report["backend"] = backend.kind

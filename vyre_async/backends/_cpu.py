@@ -17,8 +17,14 @@ from typing import Any
 import anyio
 import numpy as np
 
-from ..errors import DispatchError, LifecycleError, ValidationError, VyreError
-from ..kernels._kernel import BoundCall, Kernel
+from ..errors import (
+    DispatchError,
+    LifecycleError,
+    UnsupportedFeatureError,
+    ValidationError,
+    VyreError,
+)
+from ..kernels._kernel import BoundCall, Kernel, Reference
 from ..logging import tracing_enabled
 from ..streams._completion import Completion
 from ..streams._pending import PendingDispatch
@@ -247,6 +253,7 @@ class CpuBackend(BackendCore[np.ndarray]):
         completion: Completion,
         waits: list[Completion],
     ) -> Callable[[], Outputs]:
+        reference = _reference_of(call)
         arrays: dict[str, np.ndarray] = {}
         host_outputs: dict[str, tuple[int, ...]] = {}
         to_clear: list[np.ndarray] = []
@@ -270,7 +277,7 @@ class CpuBackend(BackendCore[np.ndarray]):
             for array in to_clear:
                 array.fill(0)
             for _ in range(config.fixpoint_iterations):
-                call.kernel.reference(arrays, call.scalars)
+                reference(arrays, call.scalars)
 
         label = config.label or call.kernel.name
         task_group.start_soon(self._run, work, completion, waits, label)
@@ -293,13 +300,14 @@ class CpuBackend(BackendCore[np.ndarray]):
         waits: list[Completion],
     ) -> Callable[[], list[np.ndarray]]:
         def bind(call: BoundCall[ResidentBuffer]) -> Callable[[], None]:
+            reference = _reference_of(call)
             arrays = {name: self._registry.storage(b) for name, b in call.buffers.items()}
             outs = [arrays[p.name] for p in call.kernel.buffer_params if p.role == "out"]
 
             def step() -> None:
                 for array in outs:
                     array.fill(0)
-                call.kernel.reference(arrays, call.scalars)
+                reference(arrays, call.scalars)
 
             return step
 
@@ -405,3 +413,15 @@ class CpuBackend(BackendCore[np.ndarray]):
         if array.nbytes > _INLINE_COPY_BYTES:
             return await anyio.to_thread.run_sync(np.copy, array, limiter=self._limiter)
         return array.copy()
+
+
+def _reference_of(call: BoundCall[Any]) -> Reference:
+    """The kernel's NumPy reference; a CUDA-only kernel (none) is refused before any work."""
+    reference = call.kernel.reference
+    if reference is None:
+        raise UnsupportedFeatureError(
+            f"kernel {call.kernel.name!r} has no NumPy reference, so the CPU backend cannot run it",
+            fix="run it on a GPU (open_backend('cuda')), or give the Kernel a reference= "
+            "function that computes the same outputs with NumPy.",
+        )
+    return reference

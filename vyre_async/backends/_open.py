@@ -15,6 +15,7 @@ from ._core import BackendCore
 from ._cpu import CpuBackend
 from ._multi import MultiDeviceBackend
 from ._protocol import Backend
+from ._toolchain import check_cuda_toolchain
 
 BackendKind = Literal["auto", "cuda", "cpu"]
 #: ``open_backend``'s ``device``: an ordinal, ``"all"``, or a list of ordinals.
@@ -26,6 +27,9 @@ _log = get_logger("vyre_async.backends")
 def _cuda_backend_class() -> type[BackendCore[Any]]:
     # Imported late, so only CUDA users pay for the driver bindings, and in a worker
     # thread: the first import reads files, which must not block the event loop.
+    # The toolchain check first: a driver older than the installed CUDA major is an
+    # UnsupportedFeatureError (with the extra to install), so "auto" falls back.
+    check_cuda_toolchain()
     from ._cuda import CudaBackend
 
     return CudaBackend
@@ -84,7 +88,7 @@ async def open_backend(
             except UnsupportedFeatureError as exc:
                 if kind == "cuda":
                     raise
-                _log.info("falling back to the cpu backend", reason=exc.what)
+                _log.info("falling back to the cpu backend", reason=exc.what, fix=exc.fix)
                 await stack.aclose()  # any device opened before the failure
                 backends = [await stack.enter_async_context(CpuBackend(workers=cpu_workers))]
         if len(backends) == 1:

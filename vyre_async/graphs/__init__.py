@@ -1,4 +1,7 @@
-"""Graphs: the validated :class:`CsrGraph`, file loaders and the R-MAT generator.
+"""Graphs: the validated :class:`CsrGraph`, its constructors, file loaders and R-MAT.
+
+:class:`CsrGraph` is built from edge columns (NumPy, pandas, Arrow; arbitrary ids
+renumbered through :class:`VertexIds`), SciPy sparse matrices or NetworkX graphs.
 
 Example:
     >>> from vyre_async.graphs import rmat
@@ -14,9 +17,11 @@ from ._mtx import load_matrix_market as load_matrix_market
 from ._npz import load_npz as load_npz
 from ._npz import save_npz as save_npz
 from ._rmat import rmat as rmat
+from ._vertex_ids import VertexIds as VertexIds
 
 __all__ = [
     "CsrGraph",
+    "VertexIds",
     "load_edge_list",
     "load_graph",
     "load_matrix_market",

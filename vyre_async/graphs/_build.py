@@ -9,6 +9,7 @@ touches individual edges.
 from __future__ import annotations
 
 import operator
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -44,10 +45,18 @@ def check_vertex_ids(name: str, value: object) -> Any:
         if ids.dtype.kind == "f":
             fractional = ids != np.floor(ids)
             pos = int(np.argmax(fractional)) if fractional.any() else 0
+        # An object array holds plain Python values (str, say), which have no .item().
+        value = ids[pos] if ids.dtype.kind == "O" else ids[pos].item()
+        fix = f"convert whole-number ids first: {name}.astype(np.int64)."
+        if ids.dtype.kind in "OUS":
+            fix = (
+                "pass renumber=True to number arbitrary ids (strings, say) from 0; "
+                "the mapping back is returned."
+            )
         raise ValidationError(
-            f"{name} has dtype {ids.dtype} ({name}[{pos}] = {ids[pos].item()!r}); vertex ids "
-            "must be integers",
-            fix=f"convert whole-number ids first: {name}.astype(np.int64).",
+            f"{name} has dtype {ids.dtype} ({name}[{pos}] = {value!r}); vertex ids must be "
+            "integers",
+            fix=fix,
         )
     if ids.min() < 0:
         pos = int(np.argmax(ids < 0))
@@ -98,11 +107,24 @@ def resolve_num_vertices(
     return count
 
 
-def check_edge_weights(value: object, num_edges: int) -> Weights:
+def check_edge_weights(
+    value: object, num_edges: int, *, where: Callable[[int], str] | None = None
+) -> Weights:
     """Return one float32 weight per edge.
 
+    Weights must be finite and fit float32: NaN, infinities and finite values beyond
+    float32's range (about 3.4e38) are refused, not turned into NaN or infinity.
+    Rounding to float32's 24-bit precision is accepted (a float64 weight, or an
+    integer above 2**24, becomes the nearest float32).
+
+    Args:
+        value: The weights.
+        num_edges: How many there must be.
+        where: Names weight ``i`` in a message (default ``"weights[i]"``).
+
     Raises:
-        ValidationError: Wrong shape, length or a non-numeric dtype.
+        ValidationError: Wrong shape, length or a non-numeric dtype, or a weight that
+            is not finite or does not fit float32 (the first is named).
     """
     weights = np.asarray(value)
     if weights.ndim != 1 or weights.size != num_edges:
@@ -110,12 +132,28 @@ def check_edge_weights(value: object, num_edges: int) -> Weights:
             f"weights has shape {weights.shape}; expected ({num_edges},), one per edge",
             fix="pass a flat array with one weight per (src, dst) pair.",
         )
-    if weights.size and weights.dtype.kind not in "fiu":
+    if weights.size and weights.dtype.kind not in "fiub":
         raise ValidationError(
             f"weights has dtype {weights.dtype}; expected a real number type",
             fix="convert it first: weights.astype(np.float32).",
         )
-    return weights.astype(np.float32)
+    if weights.dtype.kind != "f":  # integers never overflow float32 (2**64 < 3.4e38)
+        return weights.astype(np.float32)
+    with np.errstate(over="ignore", invalid="ignore"):
+        cast = weights.astype(np.float32)
+    bad = ~np.isfinite(cast)
+    if bad.any():
+        pos = int(np.argmax(bad))
+        given = weights[pos].item()
+        if np.isfinite(given):
+            problem = f"is beyond float32's range (largest {float(np.finfo(np.float32).max):.7g})"
+            fix = "rescale the weights (or clip them) into float32's range first."
+        else:
+            problem = "is not a finite number"
+            fix = "replace NaN and infinite weights (np.nan_to_num, or drop those edges) first."
+        named = where(pos) if where is not None else f"weights[{pos}]"
+        raise ValidationError(f"{named} = {given!r} {problem}", fix=fix)
+    return cast
 
 
 def edges_to_csr(

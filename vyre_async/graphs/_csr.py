@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, Literal, NoReturn, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -26,6 +26,10 @@ from ._checks import (
     find_asymmetric_edge,
     frozen_vector,
 )
+from ._column_input import column_array
+from ._networkx_input import networkx_edges
+from ._scipy_input import canonical_csr, entry_namer
+from ._vertex_ids import VertexIds, renumber_edges
 
 if TYPE_CHECKING:
     import scipy.sparse
@@ -120,6 +124,7 @@ class CsrGraph:
         ):
             object.__setattr__(self, name, value)
 
+    @overload
     @classmethod
     def from_edges(
         cls,
@@ -130,43 +135,184 @@ class CsrGraph:
         symmetric: bool = False,
         dedupe: bool = True,
         weights: npt.ArrayLike | None = None,
-    ) -> CsrGraph:
-        """Build a graph from parallel arrays of edge endpoints.
+        renumber: Literal[False] = False,
+    ) -> CsrGraph: ...
 
-        Rows come out sorted by destination. Self loops are kept.
+    @overload
+    @classmethod
+    def from_edges(
+        cls,
+        src: Any,
+        dst: Any,
+        num_vertices: None = None,
+        *,
+        symmetric: bool = False,
+        dedupe: bool = True,
+        weights: Any = None,
+        renumber: Literal[True],
+    ) -> tuple[CsrGraph, VertexIds]: ...
+
+    @classmethod
+    def from_edges(
+        cls,
+        src: Any,
+        dst: Any,
+        num_vertices: int | None = None,
+        *,
+        symmetric: bool = False,
+        dedupe: bool = True,
+        weights: Any = None,
+        renumber: bool = False,
+    ) -> CsrGraph | tuple[CsrGraph, VertexIds]:
+        """Build a graph from parallel columns of edge endpoints.
+
+        The columns may be NumPy arrays, sequences, pandas Series or Arrow arrays
+        (chunked or not); a missing entry (null, None, NaN) is refused. Rows come out
+        sorted by destination. Self loops are kept.
 
         Args:
-            src: Source vertex of each edge (any integer dtype).
+            src: Source vertex of each edge: integer ids from 0, or with ``renumber``
+                any hashable ids (strings, integers of any size, tuples).
             dst: Destination vertex of each edge, same length as ``src``.
             num_vertices: Vertex count; defaults to the largest id plus one (0 when
-                there are no edges).
+                there are no edges). Not with ``renumber``.
             symmetric: Also add every edge reversed, giving an undirected graph.
             dedupe: Collapse repeated ``(src, dst)`` pairs to the first one (and its
                 weight); with ``symmetric``, pairs are compared undirected.
-            weights: Optional weight per edge, converted to float32.
+            weights: Optional weight per edge, converted to float32; every weight must
+                be finite and within float32's range.
+            renumber: Number the distinct ids of ``src`` and ``dst`` from 0 (ascending
+                when they have an order, else by first appearance) and return the
+                mapping with the graph.
 
         Returns:
             The graph; int32 offsets when the edge count is below 2**31, else int64.
+            With ``renumber``, ``(graph, ids)``: vertex ``v`` is ``ids.ids[v]``, and
+            :class:`VertexIds` translates queries and results both ways.
 
         Raises:
-            ValidationError: Ids that are not integers, negative, or not below
-                ``num_vertices``; mismatched lengths. The first offending position is named.
+            ValidationError: Ids that are not integers (without ``renumber``), negative,
+                or not below ``num_vertices``; a missing id; mismatched lengths; a weight
+                that is not finite or overflows float32. The first offender is named.
+            ValueError: ``num_vertices`` given with ``renumber=True``.
         """
-        s = check_vertex_ids("src", src)
-        d = check_vertex_ids("dst", dst)
-        if s.size != d.size:
-            raise ValidationError(
-                f"src has {s.size} entries but dst has {d.size}",
-                fix="pass one destination per source: src and dst of equal length.",
-            )
-        count = resolve_num_vertices(s, d, num_vertices)
-        w = None if weights is None else check_edge_weights(weights, s.size)
+        ids = None
+        if renumber:
+            if num_vertices is not None:
+                raise ValueError(
+                    "num_vertices cannot be given with renumber=True: the vertex count is "
+                    "the number of distinct ids"
+                )
+            src_ids = column_array("src", src, keep_items=True)
+            dst_ids = column_array("dst", dst, keep_items=True)
+            for name, column in (("src", src_ids), ("dst", dst_ids)):
+                if column.ndim != 1:
+                    raise ValidationError(
+                        f"{name} has shape {column.shape}; expected a 1-D column of ids",
+                        fix=f"pass a flat column: {name}.ravel().",
+                    )
+            _check_lengths(src_ids.size, dst_ids.size)
+            s, d, ids = renumber_edges(src_ids, dst_ids)
+            count: int = len(ids)
+        else:
+            s = check_vertex_ids("src", column_array("src", src))
+            d = check_vertex_ids("dst", column_array("dst", dst))
+            _check_lengths(s.size, d.size)
+            count = resolve_num_vertices(s, d, num_vertices)
+        w = None
+        if weights is not None:
+            w = check_edge_weights(column_array("weights", weights, nan_is_missing=False), s.size)
         # Every valid id is below 2**31 - 1, so int32 halves the memory of what follows.
         s, d = s.astype(np.int32, copy=False), d.astype(np.int32, copy=False)
         offsets, indices, w = edges_to_csr(
             s, d, count, symmetric=symmetric, dedupe=dedupe, weights=w
         )
-        return cls._trusted(offsets, indices, w, symmetric=symmetric)
+        graph = cls._trusted(offsets, indices, w, symmetric=symmetric)
+        return graph if ids is None else (graph, ids)
+
+    @classmethod
+    def from_scipy(cls, matrix: Any, *, symmetric: bool = False, weighted: bool = True) -> CsrGraph:
+        """Build a graph from a SciPy sparse adjacency matrix: entry ``(i, j)`` is edge i -> j.
+
+        Any format (CSR, CSC, COO, BSR, DIA, DOK, LIL; ``*_matrix`` or ``*_array``) and
+        any index and value dtypes are taken. The matrix is brought into SciPy's
+        canonical CSR form first, so duplicate entries of a COO matrix are summed, as
+        ``matrix.tocsr()`` sums them. Every stored entry is an edge, a stored zero one
+        of weight 0: explicit zeros, duplicates summing to zero and the padding of BSR
+        blocks (call ``eliminate_zeros()`` on the CSR form first where zeros are not
+        edges). Column indices are cast to
+        int32 after a range check; offsets are int32 when the edge count allows. The
+        caller's matrix is not modified and the graph shares no memory with it.
+
+        Args:
+            matrix: A square ``scipy.sparse`` matrix or array.
+            symmetric: Also add every entry reversed, giving an undirected graph; where
+                ``A[i, j]`` and ``A[j, i]`` are both stored and differ, the upper
+                triangle's value (``i < j``) is kept for both directions.
+            weighted: Keep the values as float32 weights (every value must be finite
+                and within float32's range); ``False`` keeps only the pattern.
+
+        Returns:
+            The graph, rows sorted by destination.
+
+        Raises:
+            TypeError: ``matrix`` is not a SciPy sparse matrix or array.
+            ValidationError: Not square; more rows than int32 vertex ids can number;
+                complex values; a stored index outside the matrix; a value that is NaN,
+                infinite or beyond float32's range (its entry is named).
+            UnsupportedFeatureError: SciPy is not installed.
+        """
+        indptr, indices, data = canonical_csr(matrix)
+        num_vertices = indptr.size - 1
+        weights = None
+        if weighted:
+            weights = check_edge_weights(data, data.size, where=entry_namer(indptr, indices))
+        if symmetric:
+            rows = np.repeat(np.arange(num_vertices, dtype=np.int32), np.diff(indptr))
+            return cls.from_edges(
+                rows, indices, num_vertices, symmetric=True, dedupe=True, weights=weights
+            )
+        offset_type = np.int32 if indices.size <= INT32_MAX else np.int64
+        return cls(indptr.astype(offset_type), indices.astype(np.int32), weights)
+
+    @classmethod
+    def from_networkx(
+        cls, graph: Any, *, weight: str | None = "weight"
+    ) -> tuple[CsrGraph, VertexIds]:
+        """Build a graph from a NetworkX graph; nodes of any kind are numbered from 0.
+
+        Vertex ``v`` is the ``v``-th node of ``graph.nodes`` (NetworkX's own order, the
+        one ``nx.to_scipy_sparse_array`` uses). A directed graph keeps its edges' direction;
+        an undirected one gives a symmetric graph (each edge both ways, a self loop once).
+        In a multigraph, parallel edges become one edge whose weight is their sum, as in
+        ``nx.to_scipy_sparse_array``.
+
+        Args:
+            graph: A ``networkx`` Graph, DiGraph, MultiGraph or MultiDiGraph.
+            weight: The edge attribute holding each weight (1.0 where an edge lacks it),
+                or ``None`` for an unweighted graph.
+
+        Returns:
+            ``(graph, ids)``: ``ids.ids[v]`` is the node of vertex ``v``, and
+            :class:`VertexIds` translates nodes to vertex numbers and back.
+
+        Raises:
+            TypeError: ``graph`` is not a NetworkX graph.
+            ValidationError: A weight that is not a number, not finite, or beyond
+                float32's range (its edge is named); more than 2**31 - 1 nodes.
+        """
+        ids, src, dst, raw, directed = networkx_edges(graph, weight)
+        weights = None
+        if raw is not None:
+
+            def edge(k: int) -> str:
+                return f"edge {ids.ids[src[k]]!r} -> {ids.ids[dst[k]]!r}"
+
+            weights = check_edge_weights(raw, raw.size, where=edge)
+        built = cls.from_edges(
+            src, dst, len(ids), symmetric=not directed, dedupe=True, weights=weights
+        )
+        return built, ids
 
     @property
     def num_vertices(self) -> int:
@@ -244,6 +390,14 @@ class CsrGraph:
 
     def __reduce__(self) -> tuple[Any, ...]:  # copy/deepcopy rebuild through the checks
         return (_rebuild, (self.offsets, self.indices, self.weights, self.symmetric))
+
+
+def _check_lengths(sources: int, destinations: int) -> None:
+    if sources != destinations:
+        raise ValidationError(
+            f"src has {sources} entries but dst has {destinations}",
+            fix="pass one destination per source: src and dst of equal length.",
+        )
 
 
 def _rebuild(

@@ -12,6 +12,7 @@ import msgspec
 
 from ..errors import ConfigurationError
 from ..graphs import CsrGraph, load_edge_list, load_matrix_market, load_npz, rmat
+from ._graph_files import load_scipy_npz_graph, load_table_graph, read_sources_file
 from ._spec import JobSpec
 
 
@@ -45,4 +46,30 @@ def load_job_graph(spec: JobSpec, job_file: Path) -> CsrGraph:
         return load_matrix_market(path, symmetric=graph.symmetric)
     if graph.kind == "npz":
         return load_npz(path)
+    if graph.kind == "scipy_npz":
+        return load_scipy_npz_graph(path, graph, f"{job_file}: $.graph")
+    if graph.kind == "table":
+        return load_table_graph(path, graph, f"{job_file}: $.graph")
     return load_edge_list(path, symmetric=graph.symmetric)
+
+
+def resolve_sources(spec: JobSpec, job_file: Path) -> JobSpec:
+    """The spec with every workload's sources file read into a list (blocking).
+
+    A workload whose ``sources`` is a path (relative to the job file) gets the ids in
+    that ``.npy`` or text file; other workloads are kept as they are, and a spec with
+    no such path is returned unchanged.
+
+    Raises:
+        ConfigurationError: A sources file cannot be read or holds something other
+            than vertex ids (see :func:`read_sources_file`).
+    """
+    if not any(isinstance(w.sources, str) for w in spec.workload):
+        return spec
+    workloads = list(spec.workload)
+    for i, workload in enumerate(workloads):
+        if isinstance(workload.sources, str):
+            where = f"{job_file}: $.workload[{i}].sources"
+            ids = read_sources_file(job_file.parent / workload.sources, where)
+            workloads[i] = msgspec.structs.replace(workload, sources=ids.tolist())
+    return msgspec.structs.replace(spec, workload=workloads)

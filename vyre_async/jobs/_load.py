@@ -14,6 +14,7 @@ import msgspec
 
 from ..errors import ConfigurationError
 from ._choices import with_choices
+from ._graph_source import resolve_sources
 from ._spec import JobSpec
 
 SUFFIXES = {".toml": "toml", ".json": "json", ".yaml": "yaml", ".yml": "yaml"}
@@ -27,7 +28,7 @@ def load_job(path: str | Path) -> JobSpec:
         path: A ``.toml``, ``.json``, ``.yaml`` or ``.yml`` file.
 
     Returns:
-        The frozen spec.
+        The frozen spec, with sources named by a file path read into lists.
 
     Raises:
         ConfigurationError: The file cannot be read or does not describe a valid job.
@@ -48,10 +49,11 @@ def load_job(path: str | Path) -> JobSpec:
         ) from exc
     try:
         if kind == "toml":
-            return msgspec.convert(tomllib.loads(data.decode("utf-8")), JobSpec)
-        if kind == "json":
-            return msgspec.json.decode(data, type=JobSpec)
-        return msgspec.yaml.decode(data, type=JobSpec)
+            spec = msgspec.convert(tomllib.loads(data.decode("utf-8")), JobSpec)
+        elif kind == "json":
+            spec = msgspec.json.decode(data, type=JobSpec)
+        else:
+            spec = msgspec.yaml.decode(data, type=JobSpec)
     except msgspec.ValidationError as exc:
         message = with_choices(_path_first(str(exc)), JobSpec)
         raise ConfigurationError(f"{file}: {message}", fix=_FIX) from None
@@ -60,6 +62,7 @@ def load_job(path: str | Path) -> JobSpec:
             f"{file}: not valid {kind.upper()}: {exc}",
             fix=f"fix the {kind.upper()} syntax at the place named.",
         ) from None
+    return resolve_sources(spec, file)  # sources listed in a .npy or text file
 
 
 def _path_first(message: str) -> str:

@@ -45,7 +45,7 @@ from ..sessions import BatchingConfig
 from ..telemetry import MetricFamily
 from ._committer import Committer, Outcomes
 from ._execute import BlockExecutor, array_records, count_records, execute_block
-from ._graph_source import job_fingerprint, load_job_graph
+from ._graph_source import job_fingerprint, load_job_graph, resolve_sources
 from ._items import ItemBlock, check_sources, iter_blocks, sources_out_degree, total_items
 from ._metrics import JobMetrics, job_families, refresh_periodically
 from ._preflight import backend_unavailable_reason
@@ -111,8 +111,9 @@ class JobRunner:
         retry_rng: np.random.Generator | None = None,
         metrics: JobMetrics | None = None,
     ) -> None:
-        self._spec = spec
         self._job_file = Path(job_file)
+        # A spec made in code may still name sources files; load_job's are read already.
+        self._spec = spec = resolve_sources(spec, self._job_file)
         self._out = out
         self._folder = Path()
         self._backend_kind: BackendKind = backend or spec.job.backend

@@ -40,15 +40,24 @@ class GraphSection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """``[graph]``: a generated R-MAT graph or a graph file.
 
     ``path`` is relative to the job file; it is required for the file kinds and
-    refused for ``rmat``, whose ``scale`` is required instead.
+    refused for ``rmat``, whose ``scale`` is required instead. File kinds: ``edges``
+    (a text edge list), ``mtx`` (Matrix Market), ``npz`` (``graphs.save_npz``),
+    ``scipy_npz`` (``scipy.sparse.save_npz`` of the adjacency matrix; needs SciPy) and
+    ``table`` (a Parquet, Feather/Arrow IPC or CSV edge table, by suffix; needs
+    pyarrow) whose integer id columns ``src_column`` and ``dst_column`` (and optional
+    ``weight_column``) are read; the three column fields are for ``table`` only.
+    ``symmetric`` adds every edge reversed.
     """
 
-    kind: Literal["rmat", "edges", "mtx", "npz"]
+    kind: Literal["rmat", "edges", "mtx", "npz", "scipy_npz", "table"]
     scale: Annotated[int, msgspec.Meta(ge=1, le=30)] | None = None
     edge_factor: Annotated[int, msgspec.Meta(ge=1, le=1024)] = 16
     seed: NonNegative = 0
     path: Annotated[str, msgspec.Meta(min_length=1)] | None = None
     symmetric: bool = False
+    src_column: Annotated[str, msgspec.Meta(min_length=1)] = "src"
+    dst_column: Annotated[str, msgspec.Meta(min_length=1)] = "dst"
+    weight_column: Annotated[str, msgspec.Meta(min_length=1)] | None = None
 
 
 class RandomSources(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -68,11 +77,17 @@ class WorkloadSection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """``[[workload]]``: one kind of analysis over a set of sources.
 
     ``k`` is required for ``khop`` and refused otherwise; ``pagerank`` takes no
-    sources (it is one item), the traversal kinds require them.
+    sources (it is one item), the traversal kinds require them. ``sources`` is a list
+    of vertex ids, ``{ random = N, seed = S }``, or the path (relative to the job
+    file) of a ``.npy`` file holding a 1-D integer array or of a text file of
+    integers separated by whitespace, ``#`` starting a comment; ``load_job`` reads
+    such a file and the spec it returns holds the list.
     """
 
     kind: Literal["bfs", "khop", "reach", "pagerank"]
-    sources: list[NonNegative] | RandomSources | None = None
+    sources: (
+        list[NonNegative] | RandomSources | Annotated[str, msgspec.Meta(min_length=1)] | None
+    ) = None
     readback: Literal["levels", "counts"] = "counts"
     k: NonNegative | None = None
     damping: Annotated[float, msgspec.Meta(gt=0.0, lt=1.0)] = 0.85
@@ -148,6 +163,12 @@ class JobSpec(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
             raise ValueError("$.graph: kind 'rmat' needs scale and takes no path")
         if graph.kind != "rmat" and graph.path is None:
             raise ValueError(f"$.graph.path: kind {graph.kind!r} needs a path to the file")
+        if graph.kind != "table":
+            for name, default in (("src_column", "src"), ("dst_column", "dst")):
+                if getattr(graph, name) != default:
+                    raise ValueError(f"$.graph.{name}: only kind 'table' reads columns")
+            if graph.weight_column is not None:
+                raise ValueError("$.graph.weight_column: only kind 'table' reads columns")
         for i, w in enumerate(self.workload):
             if (w.kind == "khop") != (w.k is not None):
                 raise ValueError(f"$.workload[{i}].k: set k for 'khop' workloads and only for them")

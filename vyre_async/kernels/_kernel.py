@@ -1,4 +1,8 @@
-"""The :class:`Kernel`: CUDA C source, a typed signature, a launch rule and a CPU reference."""
+"""The :class:`Kernel`: CUDA C source, a typed signature, a launch rule, a CPU reference.
+
+The reference is optional: a kernel meant only for CUDA leaves it out, and the CPU
+backend refuses to run such a kernel.
+"""
 
 from __future__ import annotations
 
@@ -103,7 +107,9 @@ class Kernel:
         params: Parameters in the entry point's argument order.
         launch: Maps bound sizes to a launch shape.
         reference: NumPy implementation with the same semantics, used by the CPU
-            backend and as the oracle for the CUDA backend's tests.
+            backend and as the oracle for the CUDA backend's tests; ``None`` for a
+            kernel that only runs on CUDA (the CPU backend then refuses it with an
+            :class:`~vyre_async.errors.UnsupportedFeatureError`).
         options: Extra NVRTC options (architecture is added by the compiler).
     """
 
@@ -112,7 +118,7 @@ class Kernel:
     entry: str
     params: tuple[Param, ...]
     launch: LaunchRule = field(repr=False)
-    reference: Reference = field(repr=False)
+    reference: Reference | None = field(default=None, repr=False)
     options: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:

@@ -16,8 +16,9 @@ from typing import Any
 from ..errors import CompileError, UnsupportedFeatureError
 
 _INSTALL_FIX = (
-    'install NVRTC with `pip install "cuda-bindings[all]"` (it brings nvidia-cuda-nvrtc), '
-    "or put a CUDA toolkit's libnvrtc on the library path."
+    "install the CUDA extra that matches the driver, which brings cuda-bindings and NVRTC: "
+    "pip install 'vyre-async[cu13]' (driver 580 or newer) or 'vyre-async[cu12]' (driver "
+    "525 or newer); or put a CUDA toolkit's libnvrtc on the library path."
 )
 #: How many log lines a CompileError's message quotes; the full log is on ``.log``.
 LOG_LINES_IN_MESSAGE = 8

@@ -265,8 +265,9 @@ def _initialise(import_module: Callable[[str], ModuleType]) -> ModuleType:
     except ImportError as exc:
         raise UnsupportedFeatureError(
             f"the CUDA Python bindings could not be imported ({exc})",
-            fix="install them with `pip install 'cuda-bindings[all]'`, "
-            "or use the CPU backend (kind='cpu').",
+            fix="install the CUDA extra that matches the driver: pip install "
+            "'vyre-async[cu13]' (driver 580 or newer) or 'vyre-async[cu12]' (driver 525 or "
+            "newer); or use the CPU backend (kind='cpu').",
         ) from exc
     try:
         returned = driver.cuInit(0)
