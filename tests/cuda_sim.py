@@ -91,6 +91,7 @@ class SimulatedDriver(types.ModuleType):
         self._starts: list[int] = []
         self._blocks: dict[int, np.ndarray] = {}  # start address -> its bytes
         self._pinned: set[int] = set()  # host allocations (start addresses)
+        self._device_blocks: set[int] = set()  # device allocations (start addresses)
         self._registered: dict[int, int] = {}  # registered host ranges: start -> size
         self._functions: dict[int, str] = {}
         self._modules: dict[int, str] = {}
@@ -108,6 +109,8 @@ class SimulatedDriver(types.ModuleType):
         self.held = False
         self.calls: dict[str, int] = {}
         self.launches: list[str] = []
+        #: Addresses freed (device and host), in order.
+        self.freed: list[int] = []
         #: Entry name -> CUresult its launch returns (an enqueue failure).
         self.failing_launches: dict[str, Any] = {}
         #: CUresult the next recorded event answers once finished (a device fault).
@@ -129,9 +132,11 @@ class SimulatedDriver(types.ModuleType):
 
     def _free(self, address: Any) -> tuple[Any]:
         address = int(address)
+        self.freed.append(address)
         if self._blocks.pop(address, None) is not None:
             self._starts.remove(address)
         self._pinned.discard(address)
+        self._device_blocks.discard(address)
         return (OK,)
 
     def view(self, address: int, nbytes: int) -> np.ndarray:
@@ -188,7 +193,15 @@ class SimulatedDriver(types.ModuleType):
 
     def cuMemAlloc(self, nbytes: int) -> tuple[Any, int]:  # noqa: N802
         self._count("cuMemAlloc")
-        return (OK, self._alloc(nbytes))
+        address = self._alloc(nbytes)
+        self._device_blocks.add(address)
+        return (OK, address)
+
+    def device_array(self, array: np.ndarray) -> int:
+        """Device memory holding a copy of ``array`` (for tests' stand-in device arrays)."""
+        address = self.cuMemAlloc(array.nbytes)[1]
+        self.view(address, array.nbytes)[:] = array.reshape(-1).view(np.uint8)
+        return address
 
     def cuMemFree(self, address: Any) -> tuple[Any]:  # noqa: N802
         return self._free(address)
@@ -211,6 +224,12 @@ class SimulatedDriver(types.ModuleType):
 
     def cuPointerGetAttribute(self, attribute: Any, address: int) -> tuple[Any, int]:  # noqa: N802
         address = int(address)
+        if attribute == real.CUpointer_attribute.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
+            index = bisect.bisect_right(self._starts, address) - 1
+            start = self._starts[index] if index >= 0 else -1
+            if start in self._device_blocks and address < start + self._blocks[start].size:
+                return (OK, 0)
+            return (R.CUDA_ERROR_INVALID_VALUE, 0)
         ranges = [(start, self._blocks[start].size) for start in self._pinned]
         ranges += list(self._registered.items())
         for start, size in ranges:
@@ -386,9 +405,13 @@ class SimulatedDriver(types.ModuleType):
     def _succeed(self, *args: Any) -> tuple[Any]:
         return (OK,)
 
-    cuStreamDestroy = cuStreamSynchronize = cuStreamWaitEvent = _succeed  # noqa: N815
+    def cuStreamWaitEvent(self, stream: Any, event: Any, flags: int) -> tuple[Any]:  # noqa: N802
+        self._count("cuStreamWaitEvent")
+        return (OK,)
+
+    cuStreamDestroy = cuStreamSynchronize = _succeed  # noqa: N815
     cuEventDestroy = cuModuleUnload = cuGraphExecDestroy = cuGraphDestroy = _succeed  # noqa: N815
-    cuEventSynchronize = _succeed  # noqa: N815
+    cuEventSynchronize = cuCtxPushCurrent = cuCtxPopCurrent = _succeed  # noqa: N815
 
 
 def _typed(raw: np.ndarray, p: BufferParam) -> np.ndarray:

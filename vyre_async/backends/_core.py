@@ -10,24 +10,26 @@ from __future__ import annotations
 import contextlib
 import enum
 import time
+import weakref
 from abc import ABC, abstractmethod
 from collections.abc import Coroutine, Mapping, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, Self, TypeVar
 
 import anyio
 import numpy as np
 
-from ..errors import LifecycleError, ValidationError
+from ..errors import LifecycleError, ValidationError, VyreError
 from ..kernels._kernel import BoundCall, Kernel
 from ..logging import get_logger
 from ..streams._completion import Completion
 from ..streams._pending import DispatchTiming, PendingDispatch
 from ..telemetry import Activity, TelemetryCounters, TelemetrySnapshot
 from ._config import DispatchConfig
+from ._interop import Borrowed, host_view, is_foreign
 from ._prepared import PreparedSequence, SequenceResult
 from ._prepared_dispatch import PreparedDispatch
-from ._resident import ResidentBuffer, ResidentRegistry
+from ._resident import Exporter, ResidentBuffer, ResidentRegistry
 from ._sequence import ReadRange, SequenceStep, bind_step, resolve_range
 
 if TYPE_CHECKING:
@@ -38,6 +40,8 @@ if TYPE_CHECKING:
 
 S = TypeVar("S")
 Outputs = dict[str, np.ndarray]
+#: Where ``dispatch`` leaves a dispatch's outputs.
+OutputPlace = Literal["host", "device"]
 #: (storage, handle, offset, count) of one range to read, already checked.
 ReadPlan = tuple[Any, ResidentBuffer, int, int]
 #: Bound sequence steps remembered per backend (sessions repeat the same steps).
@@ -62,7 +66,9 @@ class BackendCore(ABC, Generic[S]):
     def __init__(self) -> None:
         self._state = BackendState.UNOPENED
         self._counters = TelemetryCounters()
-        self._registry: ResidentRegistry[S] = ResidentRegistry(self.kind, self._count_resident)
+        self._registry: ResidentRegistry[S] = ResidentRegistry(
+            self.kind, self._count_resident, self._exporter()
+        )
         self._in_flight: set[Completion] = set()
         self._bound_steps: dict[tuple[Any, ...], BoundCall[ResidentBuffer]] = {}
         self._task_group: anyio.abc.TaskGroup | None = None
@@ -130,8 +136,11 @@ class BackendCore(ABC, Generic[S]):
                 await self._drain()
             if scope.cancelled_caught:
                 self._log.warning("closing with unfinished work", unfinished=len(self._in_flight))
-            for storage in self._registry.drain():
-                self._release(storage)
+            for buffer, storage, exported in self._registry.drain():
+                if exported:
+                    self._outlive_close(buffer, storage)
+                else:
+                    self._release(storage)
             await self._close()
         if task_group is not None:
             # Outside the shield: a task group's scope must be exited as the innermost one.
@@ -185,13 +194,66 @@ class BackendCore(ABC, Generic[S]):
         inputs: Mapping[str, np.ndarray | ResidentBuffer],
         *,
         config: DispatchConfig | None = None,
+        outputs: OutputPlace = "host",
         **scalars: Any,
-    ) -> Coroutine[Any, Any, Outputs]:
+    ) -> Coroutine[Any, Any, Any]:
         """Run one dispatch and return its host-bound outputs: ``await backend.dispatch(...)``.
 
         Makes no pending dispatch: for one awaited at once, that is what
-        :meth:`submit` costs more.
+        :meth:`submit` costs more. With ``outputs="device"`` the outputs stay on the
+        device as new resident buffers (see :meth:`_dispatch_to_device`).
         """
+
+    async def _dispatch_to_device(
+        self,
+        kernel: Kernel,
+        inputs: Mapping[str, Any],
+        scalars: dict[str, Any],
+        config: DispatchConfig | None,
+    ) -> dict[str, ResidentBuffer]:
+        """``dispatch(..., outputs="device")``: every ``out``/``inout`` parameter given as
+        a host array (or left out) gets a resident buffer (``inout``: uploaded first),
+        and those buffers are returned instead of host arrays. They are new each call
+        (and bound each call): for a hot loop, allocate them once and pass them in."""
+        call = self._bind(kernel, inputs, scalars)  # validated in full, nothing made yet
+        made: dict[str, ResidentBuffer] = {}
+        try:
+            for p in kernel.buffer_params:
+                if p.role == "in":
+                    continue
+                given = inputs.get(p.name)
+                if given is None:
+                    length = call.lengths[p.name]
+                    made[p.name] = await self.alloc(length * p.dtype.itemsize, p.dtype)
+                elif not isinstance(given, ResidentBuffer) and not (
+                    is_foreign(given) and host_view(given) is None
+                ):
+                    made[p.name] = await self.upload(self._host_array(given, p.name))
+            await self._dispatch_resident(kernel, {**inputs, **made}, scalars, config)
+        except BaseException:
+            with anyio.CancelScope(shield=True):
+                for buffer in made.values():
+                    with contextlib.suppress(VyreError):
+                        await self.settle([buffer])
+                        await self.free(buffer)
+            raise
+        return made
+
+    @abstractmethod
+    def _bind(
+        self, kernel: Kernel, inputs: Mapping[str, Any], scalars: Mapping[str, Any]
+    ) -> BoundCall[Any]:
+        """Validate a call in full (names, dtypes, lengths, scalars, buffers)."""
+
+    async def _dispatch_resident(
+        self,
+        kernel: Kernel,
+        inputs: Mapping[str, Any],
+        scalars: dict[str, Any],
+        config: DispatchConfig | None,
+    ) -> None:
+        """Run a dispatch whose outputs are all resident (``outputs="device"``)."""
+        await self.dispatch(kernel, inputs, config=config, **scalars)
 
     @abstractmethod
     async def prepare(
@@ -329,11 +391,15 @@ class BackendCore(ABC, Generic[S]):
 
     # ----------------------------------------------------------------- resident memory
     async def upload(self, array: np.ndarray) -> ResidentBuffer:
-        """Copy an array to the backend; the handle keeps its dtype and shape."""
+        """Copy an array to the backend; the handle keeps its dtype and shape.
+
+        ``array`` may also be a PyTorch CPU tensor (or any host DLPack producer) and,
+        on the CUDA backend, a CuPy/PyTorch/JAX device array (copied device to
+        device, after the producer's stream).
+        """
         self._check_open()
-        if not isinstance(array, np.ndarray):
-            raise TypeError(f"upload takes a NumPy array, got {type(array).__name__}")
-        data = np.ascontiguousarray(array)
+        source = self._source(array, "upload")
+        data = np.ascontiguousarray(source) if isinstance(source, np.ndarray) else source
         storage = await self._store(data.dtype, data.size, data)
         self._counters.bytes_uploaded += data.nbytes
         self._counters.resident_allocations += 1
@@ -377,31 +443,34 @@ class BackendCore(ABC, Generic[S]):
     async def write(self, buffer: ResidentBuffer, data: np.ndarray, offset: int = 0) -> None:
         """Overwrite elements ``[offset, offset + data.size)`` of a resident buffer.
 
+        ``data`` may be what :meth:`upload` takes.
+
         Raises:
             ValidationError: Wrong dtype or out-of-range span.
             LifecycleError: The buffer is freed or used by an unfinished dispatch.
         """
         self._check_open()
         storage = self._registry.storage(buffer)
-        if not isinstance(data, np.ndarray):
-            raise TypeError(f"write takes a NumPy array, got {type(data).__name__}")
-        if data.dtype != buffer.dtype:
+        source = self._source(data, "write")
+        if source.dtype != buffer.dtype:
             raise ValidationError(
-                f"cannot write {data.dtype} data into resident buffer {buffer.id} of "
+                f"cannot write {source.dtype} data into resident buffer {buffer.id} of "
                 f"{buffer.dtype}",
-                fix=f"convert first: data.astype(np.{buffer.dtype}).",
+                fix=f"convert first: data.astype(np.{buffer.dtype}) (PyTorch: data.to(...)).",
             )
-        offset, _ = resolve_range(buffer, offset, data.size)
+        offset, _ = resolve_range(buffer, offset, source.size)
         self._registry.check_idle(buffer, "overwritten")
         completion = self._new_completion()
         # Held while it copies: work submitted meanwhile waits, freeing is refused;
         # backends return from a cancelled copy only once it has ended.
         self._registry.hold_copy_in(buffer, completion)
+        if isinstance(source, np.ndarray):
+            source = np.ascontiguousarray(source)
         try:
-            await self._write(storage, offset * buffer.dtype.itemsize, np.ascontiguousarray(data))
+            await self._write(storage, offset * buffer.dtype.itemsize, source)
         finally:
             completion.complete()
-        self._counters.bytes_uploaded += data.nbytes
+        self._counters.bytes_uploaded += source.nbytes
 
     async def read(
         self,
@@ -442,13 +511,14 @@ class BackendCore(ABC, Generic[S]):
             return result
         self._check_open()
         (plan,) = self._plan_reads([ReadRange(buffer, offset, count)])
-        check_out(out, buffer.dtype, plan[3])
+        target = self._source(out, "read(out=...)") if is_foreign(out) else out
+        check_out(target, buffer.dtype, plan[3])
         completion = await self._hold_for_reading([buffer])
         try:
-            await self._read_into(plan, out)
+            await self._read_into(plan, target)
         finally:
             completion.complete()
-        self._counters.bytes_downloaded += out.nbytes
+        self._counters.bytes_downloaded += target.nbytes
         self._counters.sync_points += 1
         return out
 
@@ -477,9 +547,73 @@ class BackendCore(ABC, Generic[S]):
                 await _quietly(user)
 
     async def free(self, buffer: ResidentBuffer) -> None:
-        """Release a resident buffer; refused while an unfinished dispatch uses it."""
+        """Release a resident buffer; refused while an unfinished dispatch uses it.
+
+        A buffer handed to another library (``__cuda_array_interface__``, ``__dlpack__``)
+        is dead for vyre_async at once, but its memory goes back to the pool only once
+        the handle and every exported view of it are gone: freeing never leaves a view
+        pointing at reused memory.
+        """
         self._check_open()
-        self._release(self._registry.remove(buffer))
+        storage, exported = self._registry.remove(buffer)
+        if exported:
+            weakref.finalize(buffer, self._release_late, storage)
+        else:
+            self._release(storage)
+
+    def _release_late(self, storage: S) -> None:
+        """An exported buffer's last reference went (any thread, at collection time)."""
+        try:
+            if self._state is BackendState.OPEN:
+                self._release(storage)
+            else:
+                self._free_orphan(storage)
+        except Exception:  # a finalizer must not raise; the memory is lost, not reused
+            self._log.exception("releasing an exported buffer failed")
+
+    def _outlive_close(self, buffer: ResidentBuffer, storage: S) -> None:
+        """The backend closes while ``buffer`` was exported: keep its memory out of the
+        pools (which free everything on close) until the handle and its views go."""
+        self._detach(storage)
+        weakref.finalize(buffer, self._release_late, storage)
+
+    def _host_array(self, value: Any, what: str) -> np.ndarray:
+        """``value`` as a host array: itself, or a NumPy view of a host DLPack producer
+        (a PyTorch CPU tensor). A device array is refused here; the CUDA backend takes
+        those before asking.
+
+        Raises:
+            ValidationError: ``value`` is a device array.
+            TypeError: ``value`` is no array at all.
+        """
+        if isinstance(value, np.ndarray):
+            return value
+        view = host_view(value)
+        if view is not None:
+            return view
+        if is_foreign(value):
+            raise ValidationError(
+                f"{what} was given a device array ({type(value).__name__}); the "
+                f"{self.kind} backend works on host memory",
+                fix="pass a host array (cupy.asnumpy(x), x.cpu().numpy()), or open the "
+                "CUDA backend (open_backend('cuda')) to use device arrays in place.",
+            )
+        raise TypeError(f"{what} takes a NumPy array, got {type(value).__name__}")
+
+    def _source(self, value: Any, what: str) -> Any:
+        """An array to copy from or into: a host array here (see :meth:`_host_array`);
+        the CUDA backend also borrows device arrays (:class:`~._interop.Borrowed`)."""
+        return self._host_array(value, what)
+
+    def _exporter(self) -> Exporter:
+        """How this backend shows its buffers to other libraries."""
+        return Exporter()
+
+    def _detach(self, storage: S) -> None:
+        """Take exported storage out of the pools before they close (CUDA)."""
+
+    def _free_orphan(self, storage: S) -> None:
+        """Free exported storage that outlived the backend (CUDA)."""
 
     async def _hold_for_reading(self, buffers: list[ResidentBuffer]) -> Completion:
         """Hold ``buffers`` as a reader until the returned completion is completed,
@@ -634,6 +768,16 @@ def check_out(out: object, dtype: np.dtype[Any], count: int) -> None:
         ValidationError: Naming what does not fit; nothing has been written.
     """
     fix = f"pass np.empty({count}, np.{dtype}) (or cupyx.empty_pinned(({count},), np.{dtype}))."
+    if isinstance(out, Borrowed):  # a device array (contiguity was checked borrowing it)
+        if out.dtype != dtype or out.size != count:
+            raise ValidationError(
+                f"out is a {out.dtype} device array of {out.size} element(s); this needs "
+                f"{dtype} and {count}",
+                fix=f"pass a contiguous {dtype} device array of {count} elements.",
+            )
+        return
+    if is_foreign(out) and host_view(out) is None:
+        return  # a device array given to a session: the backend checks it when copying
     if not isinstance(out, np.ndarray):
         raise ValidationError(f"out must be a NumPy array, got {type(out).__name__}", fix=fix)
     if out.dtype != dtype or out.size != count:
@@ -651,6 +795,13 @@ def check_repeat_count(repeat_count: object) -> None:
     """Refuse a repeat count that is not a non-negative int."""
     if isinstance(repeat_count, bool) or not isinstance(repeat_count, int) or repeat_count < 0:
         raise ValueError(f"repeat_count must be a non-negative int, got {repeat_count!r}")
+
+
+def _placed(outputs: object, scalars: dict[str, Any]) -> dict[str, Any]:
+    """Check ``dispatch``'s ``outputs=`` (not ``"host"``); return the scalars unchanged."""
+    if outputs != "device":
+        raise ValueError(f"outputs must be 'host' or 'device', got {outputs!r}")
+    return scalars
 
 
 def _uses(calls: Sequence[BoundCall[Any]]) -> dict[ResidentBuffer, bool]:

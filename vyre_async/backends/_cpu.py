@@ -29,15 +29,59 @@ from ..logging import tracing_enabled
 from ..streams._completion import Completion
 from ..streams._pending import PendingDispatch
 from ._config import DispatchConfig
-from ._core import BackendCore, Outputs, ReadPlan, _quietly, _uses, check_repeat_count
+from ._core import (
+    BackendCore,
+    OutputPlace,
+    Outputs,
+    ReadPlan,
+    _placed,
+    _quietly,
+    _uses,
+    check_repeat_count,
+)
+from ._interop import DL_CPU, is_foreign
 from ._prepared import PreparedSequence, SequenceResult
 from ._prepared_dispatch import PreparedDispatch
-from ._resident import ResidentBuffer, slab_layout
+from ._resident import Exporter, ResidentBuffer, ResidentRegistry, slab_layout
 
 #: Copies larger than this go to a worker thread instead of running on the loop.
 _INLINE_COPY_BYTES = 1 << 20
 _DEFAULT_CONFIG = DispatchConfig()
 _TIMED_CONFIG = DispatchConfig(timing=True)
+
+
+class _CpuExporter(Exporter):
+    """The CPU backend's buffers are NumPy arrays: exported through NumPy's own DLPack."""
+
+    def __init__(self) -> None:
+        self.registry: ResidentRegistry[np.ndarray] | None = None
+
+    def _storage(self, buffer: ResidentBuffer) -> np.ndarray:
+        if self.registry is None:
+            raise LifecycleError(
+                "this buffer's backend is closed", fix="export buffers while the backend is open."
+            )
+        return self.registry.storage(buffer)
+
+    def pointer(self, buffer: ResidentBuffer) -> int:
+        return int(self._storage(buffer).ctypes.data)
+
+    def dlpack(self, buffer: ResidentBuffer, stream: int | None) -> Any:
+        storage = self._storage(buffer)
+        assert self.registry is not None
+        if self.registry.users(buffer):
+            raise LifecycleError(
+                f"resident buffer {buffer.id} is used by unfinished work on the CPU backend, "
+                "which may be writing it right now",
+                fix="await that work (or `await backend.settle([buffer])`) before handing "
+                "the buffer to another library.",
+            )
+        self.registry.mark_exported(buffer)
+        # NumPy's capsule holds the array: it outlives a free() of the handle.
+        return storage.reshape(buffer.shape).__dlpack__()
+
+    def dlpack_device(self, buffer: ResidentBuffer) -> tuple[int, int]:
+        return (DL_CPU, 0)
 
 
 class CpuBackend(BackendCore[np.ndarray]):
@@ -57,6 +101,14 @@ class CpuBackend(BackendCore[np.ndarray]):
             raise ValueError(f"workers must be a positive int, got {workers!r}")
         self._limiter = anyio.CapacityLimiter(workers or min(cores, 8))
         self._device_name = f"cpu: {platform.machine() or 'unknown'} x{cores}"
+        self._exports.registry = self._registry
+
+    def _exporter(self) -> Exporter:
+        self._exports = _CpuExporter()
+        return self._exports
+
+    async def _close(self) -> None:
+        self._exports.registry = None  # exports are refused once closed
 
     @property
     def device_name(self) -> str:
@@ -92,15 +144,26 @@ class CpuBackend(BackendCore[np.ndarray]):
         inputs: Mapping[str, np.ndarray | ResidentBuffer],
         *,
         config: DispatchConfig | None = None,
+        outputs: OutputPlace = "host",
         **scalars: Any,
-    ) -> Coroutine[Any, Any, Outputs]:
-        """Run one dispatch and return its host-bound outputs: ``await backend.dispatch(...)``.
+    ) -> Coroutine[Any, Any, Any]:
+        """Run one dispatch and return its outputs: ``await backend.dispatch(...)``.
+
+        Args:
+            kernel: The kernel.
+            inputs: Buffer parameter -> host array or resident buffer.
+            config: Timeout, fixpoint iterations, timing.
+            outputs: ``"host"``: host-bound outputs come back as new arrays;
+                ``"device"``: they stay resident, returned as new resident buffers.
+            **scalars: Scalar parameters.
 
         Raises:
             ValidationError: Bad inputs (nothing was run).
             LifecycleError: The backend is not open, or a buffer was freed.
             DispatchError: The kernel's reference failed.
         """
+        if outputs != "host":
+            return self._dispatch_to_device(kernel, inputs, _placed(outputs, scalars), config)
         return self.submit(kernel, inputs, config=config, **scalars).wait()
 
     async def prepare(
@@ -145,6 +208,11 @@ class CpuBackend(BackendCore[np.ndarray]):
     def _bind(
         self, kernel: Kernel, inputs: Mapping[str, Any], scalars: Mapping[str, Any]
     ) -> BoundCall[Any]:
+        if any(is_foreign(value) for value in inputs.values()):
+            inputs = {
+                name: self._host_array(value, f"buffer {name!r}") if is_foreign(value) else value
+                for name, value in inputs.items()
+            }
         call = kernel.bind(inputs, scalars)
         for p in kernel.buffer_params:
             given = call.buffers.get(p.name)

@@ -49,7 +49,7 @@ from ..logging import tracing_enabled
 from ..streams._bucket_pool import bucket_capacity
 from ..streams._completion import Completion
 from ..streams._device import CudaDevice, DeviceInfo
-from ..streams._driver import check
+from ..streams._driver import call, check
 from ..streams._fence import Lane
 from ..streams._handles import EventPool, StreamPool
 from ..streams._memory import DeviceAllocation, DeviceMemoryPool, PinnedBuffer, PinnedHostPool
@@ -59,8 +59,10 @@ from ._config import DispatchConfig
 from ._core import (
     BackendCore,
     BackendState,
+    OutputPlace,
     Outputs,
     ReadPlan,
+    _placed,
     _quietly,
     _uses,
     check_repeat_count,
@@ -72,12 +74,14 @@ from ._cuda_bound import (
     Staging,
     launch_key,
 )
+from ._cuda_export import CudaExporter
 from ._cuda_graphs import BodyGraphs, StepPlans
 from ._cuda_launch import KernelCache, LoadedKernel
 from ._cuda_readback import COPY_THREADS, copy_out_pieces, plan_read_pieces
 from ._cuda_sequence import SequencePlan
 from ._cuda_staging import COPY_PAD
 from ._host_results import HostBlock, ResultBlocks
+from ._interop import Borrowed, borrow, host_view, is_foreign
 from ._prepared import PreparedSequence, SequenceResult
 from ._prepared_dispatch import PreparedDispatch
 from ._resident import ResidentBuffer, slab_layout
@@ -132,7 +136,7 @@ class _Work(Completion):
     (then the caller gives it back); otherwise the release does.
     """
 
-    __slots__ = ("backend", "host", "keep", "outputs", "records", "timing")
+    __slots__ = ("backend", "borrowed", "host", "keep", "outputs", "records", "timing")
 
     def __init__(self, backend: CudaBackend) -> None:
         # Completion.__init__ inlined: one object per dispatch, made on the hot path.
@@ -150,11 +154,16 @@ class _Work(Completion):
         self.timing: tuple[Any, Any] | None = None
         self.host: Any = None
         self.keep = False
+        #: Other libraries' arrays the work uses in place: kept alive until it ends.
+        self.borrowed: list[Borrowed] | None = None
 
     def _release(self) -> None:
         backend = self.backend
         if self.records:
             backend._registry.unclaim(self.records, self)
+        if self.borrowed is not None:
+            _let_go(self.borrowed)
+            self.borrowed = None
         if self.timing is not None:
             self.device_ns = backend._elapsed_ns(self.timing)
             backend._give_back_timing(self.timing)
@@ -192,6 +201,7 @@ class _DispatchWork(_Work):
         self.timing = None
         self.host = None
         self.keep = False
+        self.borrowed = None
         #: ``None`` only until a submission whose kernel had to load is bound.
         self.launch = launch
 
@@ -236,8 +246,8 @@ class CudaBackend(BackendCore[DeviceAllocation]):
         max_device_bytes: int | None = None,
         max_cached_pinned_bytes: int = 256 << 20,
     ) -> None:
+        self._ordinal = device  # before BackendCore.__init__, which asks for the exporter
         super().__init__()
-        self._ordinal = device
         self._pool_options = (max_cached_device_bytes, max_device_bytes, max_cached_pinned_bytes)
         self._device: CudaDevice | None = None
         self._limiter = anyio.CapacityLimiter(2)
@@ -254,6 +264,7 @@ class CudaBackend(BackendCore[DeviceAllocation]):
         self._turn = 0
         self._baseline = (0, 0)
         self._lanes: list[Lane] = []
+        self._detached: set[int] = set()  # exported blocks the pool forgot at close
 
     # ----------------------------------------------------------------- lifecycle
     async def _open(self) -> None:
@@ -279,6 +290,9 @@ class CudaBackend(BackendCore[DeviceAllocation]):
                 synchronize=lambda stream: device.call(driver.cuStreamSynchronize, stream),
             )
             self._lanes = [self._watcher.lane(int(s), s) for s in self._streams]
+            self._export_stream = self._stream_pool.acquire()
+            self._producer_event = self._events.acquire()
+            self._exports.attach(self._registry, device, self._watcher, self._export_stream)
             self._drv = driver
             self._launch_kernel = driver.cuLaunchKernel
             self._copy_in = driver.cuMemcpyHtoDAsync
@@ -301,6 +315,7 @@ class CudaBackend(BackendCore[DeviceAllocation]):
             await self._watcher.drain()
 
     async def _close(self) -> None:
+        self._exports.detach()
         if self._device is None:
             return
         device = self._device
@@ -324,8 +339,9 @@ class CudaBackend(BackendCore[DeviceAllocation]):
                 device.make_current()
                 for launch in launches:
                     self._free_spares(launch)
-                for stream in self._streams:
+                for stream in (*self._streams, self._export_stream):
                     self._stream_pool.release(stream)
+                self._events.release(self._producer_event)
                 while self._small_reads:
                     self._pinned.release(self._small_reads.pop())
                 while self._timing_pairs:
@@ -352,6 +368,65 @@ class CudaBackend(BackendCore[DeviceAllocation]):
                 device.close()
 
         await anyio.to_thread.run_sync(release_all)
+
+    def _exporter(self) -> CudaExporter:
+        self._exports = CudaExporter(self._ordinal)
+        return self._exports
+
+    # ----------------------------------------------------------------- borrowed arrays
+    def _source(self, value: Any, what: str) -> Any:
+        """A host array, or another library's device array borrowed on lane 0."""
+        if isinstance(value, np.ndarray):
+            return value
+        if is_foreign(value) and host_view(value) is None:
+            return self._borrow(value, what, self._lanes[0].stream)
+        return self._host_array(value, what)
+
+    def _borrow(self, value: Any, name: str, stream: Any) -> Borrowed:
+        """Borrow a device array for work on ``stream``, checked to be on this device."""
+        borrowed = borrow(value, name, int(stream))
+        device = self._cuda()
+        on = borrowed.device
+        if on is None and borrowed.nbytes:
+            driver = device.driver
+            attribute = driver.CUpointer_attribute.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL
+            found = driver.cuPointerGetAttribute(attribute, borrowed.ptr)
+            on = int(found[1]) if int(found[0]) == 0 else -1
+        if borrowed.nbytes and on != self._ordinal:
+            _let_go([borrowed])
+            raise ValidationError(
+                f"buffer {name!r} is memory of "
+                + (f"CUDA device {on}" if on is not None and on >= 0 else "no CUDA device")
+                + f"; this backend runs on device {self._ordinal}",
+                fix=f"copy it to device {self._ordinal} first (cupy: with "
+                f"cupy.cuda.Device({self._ordinal}): cupy.asarray(x); torch: "
+                f"x.to('cuda:{self._ordinal}')).",
+            )
+        return borrowed
+
+    def _wait_producer(self, borrowed: Borrowed, stream: Any) -> None:
+        """Make ``stream`` wait for the work the producer's stream had queued (CAI v3)."""
+        if borrowed.stream is None:
+            return
+        device = self._cuda()
+        driver = device.driver
+        producer = driver.CUstream(borrowed.stream)
+        device.call(driver.cuEventRecord, self._producer_event, producer)
+        device.call(driver.cuStreamWaitEvent, stream, self._producer_event, 0)
+
+    async def _copy_device(self, address: int, borrowed: Borrowed, *, into_borrowed: bool) -> None:
+        """Copy device to device between ``address`` and a borrowed array (either way),
+        on lane 0 after the producer's stream; returns once the copy has ended."""
+        device = self._cuda()
+        lane = self._lanes[0]
+
+        def enqueue(stream: Any) -> None:
+            self._wait_producer(borrowed, stream)
+            if borrowed.nbytes:
+                dst, src = (borrowed.ptr, address) if into_borrowed else (address, borrowed.ptr)
+                device.call(device.driver.cuMemcpyDtoDAsync, dst, src, borrowed.nbytes, stream)
+
+        await self._stream_op(enqueue, lambda: _let_go([borrowed]), settle=True, lane=lane)
 
     @property
     def device_name(self) -> str:
@@ -400,7 +475,8 @@ class CudaBackend(BackendCore[DeviceAllocation]):
         return {
             "device": self._memory.live_allocations - len(spares),
             "pinned": self._pinned.live_allocations - len(self._small_reads) - len(spares),
-            "events": self._events.live - spare_events - 2 * len(self._timing_pairs),
+            # The producer-stream event is the backend's own, held for its lifetime.
+            "events": self._events.live - spare_events - 2 * len(self._timing_pairs) - 1,
             "in_flight": self._watcher.in_flight,
         }
 
@@ -476,15 +552,19 @@ class CudaBackend(BackendCore[DeviceAllocation]):
         inputs: Mapping[str, np.ndarray | ResidentBuffer],
         *,
         config: DispatchConfig | None = None,
+        outputs: OutputPlace = "host",
         **scalars: Any,
-    ) -> Coroutine[Any, Any, Outputs]:
+    ) -> Coroutine[Any, Any, Any]:
         """Run one kernel dispatch and return its host-bound outputs; use with ``await``.
 
         The first dispatch of a kernel with given bindings builds a bound launch;
         later ones find it by a lookup and only write changed scalars. No pending
         dispatch, timing events or log line is made (see :meth:`submit` for those).
         Validation errors of a repeated binding are raised at the call; the work is
-        enqueued when the returned coroutine runs.
+        enqueued when the returned coroutine runs. Inputs may be host arrays, resident
+        buffers, or other libraries' device arrays (CuPy, PyTorch, JAX), used in place
+        after their producer's stream. ``outputs="device"`` leaves host-bound outputs
+        on the device, returned as new resident buffers.
 
         Raises:
             ValidationError: Bad inputs (nothing was enqueued).
@@ -494,11 +574,25 @@ class CudaBackend(BackendCore[DeviceAllocation]):
         """
         if self._state is not _OPEN:
             self._check_open()
+        if outputs != "host":
+            return self._dispatch_to_device(kernel, inputs, _placed(outputs, scalars), config)
         try:
             launch = self._launches[(kernel, *inputs.items())]
         except (KeyError, TypeError, AttributeError):  # new, host arrays, or bad inputs
             return self._dispatch_new(kernel, inputs, scalars, config)
         return self._run_launch(launch, inputs, scalars, config)
+
+    async def _dispatch_resident(
+        self,
+        kernel: Kernel,
+        inputs: Mapping[str, Any],
+        scalars: dict[str, Any],
+        config: DispatchConfig | None,
+    ) -> None:
+        # Not cached: its buffers are new every call and would only crowd the cache out.
+        launch = await self._bound_launch(kernel, inputs, scalars, cache=False)
+        launch.keeps_spares = False
+        await self._run_launch(launch, inputs, scalars, config)
 
     async def _dispatch_new(
         self,
@@ -570,13 +664,26 @@ class CudaBackend(BackendCore[DeviceAllocation]):
     def _bind(
         self, kernel: Kernel, inputs: Mapping[str, Any], scalars: Mapping[str, Any]
     ) -> BoundCall[Any]:
-        """Validate a call in full: names, dtypes, lengths, scalars, resident buffers."""
-        call = kernel.bind(inputs, scalars)
+        """Validate a call in full: names, dtypes, lengths, scalars, resident buffers,
+        and other libraries' arrays (borrowed to check them, then let go)."""
+        converted: dict[str, Any] = {}
+        for name, value in inputs.items():
+            if is_foreign(value):
+                view = host_view(value)
+                if view is None:
+                    borrowed = self._borrow(value, name, self._lanes[0].stream)
+                    _let_go([borrowed])
+                    converted[name] = borrowed
+                else:
+                    converted[name] = view
+            else:
+                converted[name] = value
+        call = kernel.bind(converted, scalars)
         for p in kernel.buffer_params:
             given = call.buffers.get(p.name)
             if isinstance(given, ResidentBuffer):
                 self._registry.storage(given)
-            elif given is not None:
+            elif given is not None and not isinstance(given, Borrowed):
                 if p.role == "out":
                     raise ValidationError(
                         f"{p.name!r} is an output of kernel {kernel.name!r}; a host array "
@@ -725,7 +832,9 @@ class CudaBackend(BackendCore[DeviceAllocation]):
         device = self._device
         assert device is not None
         device.make_current()
-        if waits:
+        if launch.foreign:  # borrowed arrays: one stream, so they keep submission order
+            lane = self._lanes[0]
+        elif waits:
             lane = self._lane_after(waits)
         else:
             self._turn = turn = self._turn + 1
@@ -735,6 +844,8 @@ class CudaBackend(BackendCore[DeviceAllocation]):
             self._watcher.check_accepting()
             if waits:
                 self._wait_for(lane, waits)
+            if launch.foreign:
+                self._bind_borrowed(launch, work, inputs, stream)
             plan = launch.plan
             if plan is not None:
                 if staging is None:
@@ -793,6 +904,22 @@ class CudaBackend(BackendCore[DeviceAllocation]):
         self._watcher.add(lane, work)
         if plan is not None:
             self._counters.bytes_uploaded += launch.upload[1]
+
+    def _bind_borrowed(
+        self, launch: BoundLaunch, work: _Work, inputs: Mapping[str, Any], stream: Any
+    ) -> None:
+        """Point a launch's borrowed parameters at this dispatch's arrays, after their
+        producers' streams; clear the ``out`` ones. The work keeps them alive."""
+        borrowed = work.borrowed = []
+        device = self._cuda()
+        memset = device.driver.cuMemsetD8Async
+        for slot, name, clear in launch.foreign:
+            item = self._borrow(inputs[name], name, stream)
+            borrowed.append(item)
+            self._wait_producer(item, stream)
+            slot.value = item.ptr
+            if clear:
+                device.call(memset, item.ptr, 0, clear, stream)
 
     def _stage(self, launch: BoundLaunch, inputs: Mapping[str, Any]) -> Staging:
         """A staging pair holding this dispatch's host inputs (copied on the loop)."""
@@ -1304,6 +1431,7 @@ class CudaBackend(BackendCore[DeviceAllocation]):
         on_abandon: Callable[[], None] | None = None,
         *,
         settle: bool = False,
+        lane: Lane | None = None,
     ) -> None:
         """Enqueue copies on a stream and wait for them without blocking the loop.
 
@@ -1311,10 +1439,11 @@ class CudaBackend(BackendCore[DeviceAllocation]):
         ``on_abandon`` runs too, once the copies have ended (never earlier). With
         ``settle`` a cancelled wait returns only once the copies have ended: for copies
         into the caller's memory, which must not change after the call returns.
+        ``lane``: the stream to use (default: the next one).
         """
         completion = Completion()
         completion.add_done_callback(on_done)
-        lane = self._next_lane()
+        lane = lane if lane is not None else self._next_lane()
         stream = lane.stream
         try:
             self._watcher.check_accepting()
@@ -1346,11 +1475,16 @@ class CudaBackend(BackendCore[DeviceAllocation]):
             raise
         return pinned
 
-    async def _store(
-        self, dtype: np.dtype[Any], count: int, data: np.ndarray | None
-    ) -> DeviceAllocation:
+    async def _store(self, dtype: np.dtype[Any], count: int, data: Any) -> DeviceAllocation:
         nbytes = count * dtype.itemsize
         block = self._memory.acquire(max(_padded(nbytes), COPY_PAD))
+        if isinstance(data, Borrowed):
+            try:
+                await self._copy_device(block.ptr, data, into_borrowed=False)
+            except BaseException:
+                self._release(block)  # after the copy ended: _copy_device settles
+                raise
+            return block
         if data is not None:
             await self._fill(block, [data], [0, nbytes])
             return block
@@ -1415,8 +1549,11 @@ class CudaBackend(BackendCore[DeviceAllocation]):
         else:
             np.copyto(target, source)
 
-    async def _write(self, storage: DeviceAllocation, byte_offset: int, data: np.ndarray) -> None:
+    async def _write(self, storage: DeviceAllocation, byte_offset: int, data: Any) -> None:
         if not data.nbytes:
+            return
+        if isinstance(data, Borrowed):
+            await self._copy_device(storage.ptr + byte_offset, data, into_borrowed=False)
             return
         device = self._cuda()
         if (
@@ -1499,9 +1636,14 @@ class CudaBackend(BackendCore[DeviceAllocation]):
         release_pinned()
         return arrays
 
-    async def _read_into(self, plan: ReadPlan, out: np.ndarray) -> None:
-        _, buffer, _, count = plan
+    async def _read_into(self, plan: ReadPlan, out: Any) -> None:
+        storage, buffer, offset, count = plan
         nbytes = count * buffer.dtype.itemsize
+        if isinstance(out, Borrowed):
+            await self._copy_device(
+                storage.ptr + offset * buffer.dtype.itemsize, out, into_borrowed=True
+            )
+            return
         device = self._cuda()
         if nbytes <= _INLINE_COPY_BYTES or not device.is_page_locked(out.ctypes.data, nbytes):
             if _driver_copies(nbytes):
@@ -1685,12 +1827,54 @@ class CudaBackend(BackendCore[DeviceAllocation]):
         if self._device is None or self._device.lost:
             return
         slab = self._slab_of.pop(id(storage), None)
-        if slab is None:
-            self._memory.release(storage)
+        block = storage
+        if slab is not None:
+            slab.members -= 1
+            if slab.members:
+                return
+            block = slab.block
+        if block.ptr in self._detached:
+            self._free_detached(block)
+        else:
+            self._memory.release(block)
+
+    def _detach(self, storage: DeviceAllocation) -> None:
+        """Closing with ``storage`` exported: the pool (which frees everything on close)
+        forgets its block, freed once the last exported view is gone."""
+        slab = self._slab_of.get(id(storage))
+        block = slab.block if slab is not None else storage
+        if block.ptr not in self._detached:
+            self._memory.detach(block.ptr)
+            self._detached.add(block.ptr)
+
+    def _free_orphan(self, storage: DeviceAllocation) -> None:
+        slab = self._slab_of.pop(id(storage), None)
+        block = storage
+        if slab is not None:
+            slab.members -= 1
+            if slab.members:
+                return
+            block = slab.block
+        self._free_detached(block)
+
+    def _free_detached(self, block: DeviceAllocation) -> None:
+        """Free a block the pool forgot, retaining the device's primary context for it
+        (the backend's own retain may be gone, and any thread may run this)."""
+        self._detached.discard(block.ptr)
+        device = self._device
+        if device is None or device.lost:
             return
-        slab.members -= 1
-        if slab.members == 0:
-            self._memory.release(slab.block)
+        driver = device.driver
+        try:
+            context = call(driver.cuDevicePrimaryCtxRetain, device.handle)
+            call(driver.cuCtxPushCurrent, context)
+            try:
+                call(driver.cuMemFree, driver.CUdeviceptr(block.ptr))
+            finally:
+                call(driver.cuCtxPopCurrent)
+                call(driver.cuDevicePrimaryCtxRelease, device.handle)
+        except VyreError as exc:
+            self._log.warning("freeing an exported buffer failed", error=exc.what)
 
     # ----------------------------------------------------------------- telemetry
     def _gauges(self) -> dict[str, int]:
@@ -1715,6 +1899,13 @@ class CudaBackend(BackendCore[DeviceAllocation]):
 
 def _keep_alive(*_: object) -> None:
     """A completion callback whose only job is to hold its arguments until it runs."""
+
+
+def _let_go(borrowed: list[Borrowed]) -> None:
+    """Hand borrowed arrays back (DLPack deleters run; the producer may free them)."""
+    for item in borrowed:
+        if item.release is not None:
+            item.release()
 
 
 def _snapshot(inputs: Mapping[str, Any]) -> dict[str, Any]:

@@ -26,6 +26,7 @@ import numpy as np
 
 from ..kernels._kernel import BoundCall, Kernel
 from ._cuda_staging import StagingPlan, plan_staging
+from ._interop import Borrowed, is_foreign
 from ._resident import ResidentBuffer
 
 if TYPE_CHECKING:
@@ -50,6 +51,8 @@ def launch_key(kernel: Kernel, inputs: Mapping[str, Any]) -> tuple[Any, ...]:
     for name, value in inputs.items():
         if value.__class__ is ResidentBuffer:
             parts.append((name, value))
+        elif is_foreign(value):  # borrowed: its pointer is read at every dispatch
+            parts.append((name, value.__class__, "foreign", value.shape, value.dtype))
         else:
             parts.append(
                 (
@@ -105,6 +108,7 @@ class BoundLaunch:
         "call",
         "download",
         "empty",
+        "foreign",
         "function",
         "generation",
         "grid",
@@ -156,9 +160,15 @@ class BoundLaunch:
         self.uses: dict[ResidentBuffer, bool] = {}
         #: (buffer, elements) of every resident ``out`` buffer (cleared before launch).
         self.resident_out: list[tuple[ResidentBuffer, int]] = []
+        #: (slot, name, bytes to clear) of every borrowed device array (other
+        #: libraries' arrays, used in place): read again at every dispatch.
+        self.foreign: list[tuple[Any, str, int]] = []
         for p in kernel.buffer_params:
             given = call.buffers.get(p.name)
-            if isinstance(given, ResidentBuffer):
+            if isinstance(given, Borrowed):
+                clear = call.lengths[p.name] * p.dtype.itemsize if p.role == "out" else 0
+                self.foreign.append((by_name[p.name], p.name, clear))
+            elif isinstance(given, ResidentBuffer):
                 self.resident.append((by_name[p.name], given))
                 self.uses[given] = self.uses.get(given, False) or p.role != "in"
                 if p.role == "out":

@@ -1,5 +1,8 @@
 """Staging plans: where each host-bound buffer of a dispatch lives in pinned and device memory.
 
+Resident buffers and borrowed device arrays (:mod:`._interop`) are used in place and
+have no slot here.
+
 One dispatch gets one pinned block and one device block. Inside both, buffers are
 laid out in the same order: ``in`` buffers, then ``inout``, then ``out``. So every
 input travels in one host-to-device copy (``in`` + ``inout``) and every output in one
@@ -16,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from ..kernels._kernel import BoundCall, Kernel
+from ._interop import Borrowed
 from ._resident import ResidentBuffer
 
 ALIGN = 256
@@ -74,7 +78,7 @@ def plan_staging(call: BoundCall[Any]) -> StagingPlan:
         (
             p
             for p in call.kernel.buffer_params
-            if not isinstance(call.buffers.get(p.name), ResidentBuffer)
+            if not isinstance(call.buffers.get(p.name), ResidentBuffer | Borrowed)
         ),
         key=lambda p: order[p.role],
     )

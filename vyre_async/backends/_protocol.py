@@ -7,7 +7,7 @@ alone, so it runs unchanged on either backend.
 from __future__ import annotations
 
 from collections.abc import Coroutine, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import numpy as np
 
@@ -64,9 +64,11 @@ class Backend(Protocol):
         inputs: Mapping[str, np.ndarray | ResidentBuffer],
         *,
         config: DispatchConfig | None = None,
+        outputs: Literal["host", "device"] = "host",
         **scalars: Any,
-    ) -> Coroutine[Any, Any, dict[str, np.ndarray]]:
-        """Run a dispatch; ``await`` it for its host outputs (no pending handle made)."""
+    ) -> Coroutine[Any, Any, Any]:
+        """Run a dispatch; ``await`` it for its outputs: host arrays, or resident buffers
+        with ``outputs="device"`` (no pending handle made)."""
         ...
 
     async def prepare(

@@ -12,7 +12,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 
@@ -40,9 +40,43 @@ def slab_layout(sizes: list[int]) -> list[int]:
     return offsets
 
 
-@dataclass(frozen=True, eq=False, slots=True)
+class Exporter:
+    """How a backend shows its resident buffers to other libraries (see :mod:`._interop`).
+
+    Every registry has one; this base exports nothing. Backends subclass it.
+    """
+
+    def pointer(self, buffer: ResidentBuffer) -> int:
+        """The buffer's address (device memory on CUDA, host memory on the CPU backend)."""
+        raise LifecycleError(
+            f"resident buffer {buffer.id} belongs to no open backend",
+            fix="use buffers only inside the backend's `async with` block.",
+        )
+
+    def cuda_array_interface(self, buffer: ResidentBuffer) -> dict[str, Any]:
+        """The CUDA Array Interface (v3) of a device buffer; AttributeError elsewhere."""
+        raise AttributeError("__cuda_array_interface__")
+
+    def dlpack(self, buffer: ResidentBuffer, stream: int | None) -> Any:
+        """A DLPack capsule over the buffer, ordered after its unfinished work."""
+        raise BufferError(f"resident buffer {buffer.id} cannot be exported")
+
+    def dlpack_device(self, buffer: ResidentBuffer) -> tuple[int, int]:
+        """``(DLPack device type, ordinal)``."""
+        raise BufferError(f"resident buffer {buffer.id} cannot be exported")
+
+
+@dataclass(frozen=True, eq=False, slots=True, weakref_slot=True)
 class ResidentBuffer:
     """A handle to memory resident on one backend.
+
+    It also exports that memory to other libraries without a copy:
+    ``cupy.asarray(buf)`` reads ``__cuda_array_interface__``, and
+    ``torch.from_dlpack(buf)`` (or ``cupy.from_dlpack``, ``np.from_dlpack`` on the CPU
+    backend) reads ``__dlpack__``. Either is ordered after the buffer's unfinished
+    work on the device, without a host synchronisation. A buffer freed while an
+    exported view still holds it is freed late: the handle is dead at once, its
+    memory goes back to the pool once the handle and every view are gone.
 
     Attributes:
         id: Unique across all backends of the process (appears in error messages).
@@ -57,12 +91,59 @@ class ResidentBuffer:
     shape: tuple[int, ...]
     nbytes: int
     backend: str
-    _owner: object = field(repr=False)
+    _owner: Exporter = field(repr=False)
 
     @property
     def size(self) -> int:
         """Number of elements."""
         return self.nbytes // self.dtype.itemsize
+
+    @property
+    def ptr(self) -> int:
+        """The address of the first element (device memory on the CUDA backend).
+
+        Raises:
+            LifecycleError: The buffer was freed.
+        """
+        return self._owner.pointer(self)
+
+    @property
+    def __cuda_array_interface__(self) -> dict[str, Any]:
+        """CUDA Array Interface v3 (CUDA backend only), with the stream to order after."""
+        return self._owner.cuda_array_interface(self)
+
+    def __dlpack__(
+        self,
+        *,
+        stream: int | None = None,
+        max_version: tuple[int, int] | None = None,
+        dl_device: tuple[int, int] | None = None,
+        copy: bool | None = None,
+    ) -> Any:
+        """A DLPack capsule over the buffer's memory (no copy).
+
+        Args:
+            stream: The consumer's stream (CUDA): it is made to wait for the
+                buffer's unfinished work. ``None`` or 1: the legacy default stream;
+                2: the per-thread default stream; -1: no ordering.
+            max_version: Accepted for the protocol; a legacy (unversioned) capsule
+                is returned.
+            dl_device: Must be the buffer's own device when given.
+            copy: ``True`` is refused (the export never copies).
+
+        Raises:
+            BufferError: A copy or another device was asked for.
+            LifecycleError: The buffer was freed, or has work not enqueued yet.
+        """
+        if copy:
+            raise BufferError("resident buffers export their memory without a copy")
+        if dl_device is not None and tuple(dl_device) != self.__dlpack_device__():
+            raise BufferError(f"resident buffer {self.id} lives on {self.__dlpack_device__()}")
+        return self._owner.dlpack(self, stream)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        """``(DLPack device type, ordinal)``: ``(2, n)`` on CUDA, ``(1, 0)`` on the CPU."""
+        return self._owner.dlpack_device(self)
 
 
 @dataclass(slots=True)
@@ -70,6 +151,8 @@ class _Record(Generic[S]):
     buffer: ResidentBuffer
     storage: S
     in_flight: int = 0
+    # Whether another library was handed the memory (its free may have to wait).
+    exported: bool = False
     last_write: Completion | None = None
     reads: list[Completion] = field(default_factory=list)
     # Host writes copying in now; several may, into ranges of the caller's choosing.
@@ -84,9 +167,14 @@ class ResidentRegistry(Generic[S]):
         on_change: Called with (buffers delta, bytes delta) so telemetry stays exact.
     """
 
-    def __init__(self, backend: str, on_change: Callable[[int, int], None]) -> None:
+    def __init__(
+        self,
+        backend: str,
+        on_change: Callable[[int, int], None],
+        exporter: Exporter | None = None,
+    ) -> None:
         self._backend = backend
-        self._owner = object()
+        self._owner = exporter if exporter is not None else Exporter()
         self._records: dict[int, _Record[S]] = {}
         self._on_change = on_change
         #: Bumped whenever a buffer leaves the registry: records resolved earlier
@@ -243,21 +331,28 @@ class ResidentRegistry(Generic[S]):
             users.append(record.last_write)
         return users
 
-    def remove(self, buffer: ResidentBuffer) -> S:
-        """Forget an idle buffer and return its storage for the backend to release."""
+    def remove(self, buffer: ResidentBuffer) -> tuple[S, bool]:
+        """Forget an idle buffer; return its storage for the backend to release, and
+        whether it was exported (then the release waits for the handle to go)."""
         self.check_idle(buffer, "freed")
         record = self._records.pop(buffer.id)
         self.generation += 1
         self._on_change(-1, -buffer.nbytes)
+        return record.storage, record.exported
+
+    def mark_exported(self, buffer: ResidentBuffer) -> S:
+        """Note that another library was handed ``buffer``'s memory; return its storage."""
+        record = self._record(buffer)
+        record.exported = True
         return record.storage
 
-    def drain(self) -> list[S]:
-        """Forget every buffer (backend close); return their storage."""
+    def drain(self) -> list[tuple[ResidentBuffer, S, bool]]:
+        """Forget every buffer (backend close); return (handle, storage, exported) each."""
         records, self._records = list(self._records.values()), {}
         self.generation += 1
         for record in records:
             self._on_change(-1, -record.buffer.nbytes)
-        return [record.storage for record in records]
+        return [(record.buffer, record.storage, record.exported) for record in records]
 
     def _record(self, buffer: object) -> _Record[S]:
         if not isinstance(buffer, ResidentBuffer):

@@ -26,6 +26,7 @@ import numpy as np
 from .._groups import sole_vyre_error
 from ..backends import Backend
 from ..backends._core import check_out
+from ..backends._interop import is_foreign
 from ..errors import DeviceLostError, LifecycleError, ValidationError
 from ..graphs import CsrGraph
 from ..kernels import _bfs
@@ -49,6 +50,17 @@ __all__ = ["DEFAULT_QUERY_BUDGET", "BatchingConfig", "ResidentGraphSession", "Se
 
 _log = get_logger("vyre_async.sessions")
 T = TypeVar("T")
+
+
+async def _to_device_array(replica: GraphReplica, levels: np.ndarray, out: Any) -> Any:
+    """Copy host levels into another library's device array (through a resident buffer)."""
+    backend = replica.backend
+    staged = await backend.upload(levels)
+    try:
+        await backend.read(staged, out=out)
+    finally:
+        await backend.free(staged)
+    return out
 
 
 def _reached_vertices(levels: np.ndarray) -> np.ndarray:
@@ -289,8 +301,10 @@ class ResidentGraphSession:
                 and return it. A page-locked one (``cupyx.empty_pinned``) on the CUDA
                 backend takes them straight from the device, skipping the staging and
                 host copies that are most of a large graph's readback; reusing one
-                array also skips a fresh array's page faults. With batching the
-                levels are copied into it.
+                array also skips a fresh array's page faults. On the CUDA backend it
+                may be a device array (CuPy, PyTorch, JAX): the levels are copied
+                device to device, never through the host. With batching the levels
+                are copied into it (from the host, where batches are unpacked).
             priority: With batching, higher priorities join batches first (FIFO
                 within a priority); ignored without batching.
             queue_timeout: With batching, seconds the query may wait in the queue
@@ -307,6 +321,8 @@ class ResidentGraphSession:
             levels: np.ndarray = await self._submit_one(query, priority, queue_timeout)
             if out is None:
                 return levels
+            if is_foreign(out):  # a device array: batches are unpacked on the host
+                return await self._on_replica(lambda r: _to_device_array(r, levels, out))
             np.copyto(out.reshape(-1), levels)
             return out
         return await self._on_replica(lambda r: self._levels_on(r, source, UNLIMITED, out))
@@ -377,8 +393,8 @@ class ResidentGraphSession:
             tol: Stop once the L1 change of one iteration is below ``tol``.
             max_iter: Stop after this many iterations at the latest.
             out: Write the ranks into this float32 array of ``num_vertices`` elements
-                and return it (page-locked: straight from the device, as for
-                :meth:`bfs`).
+                and return it (page-locked: straight from the device; a device array
+                on the CUDA backend: device to device, as for :meth:`bfs`).
 
         Returns:
             float32 ranks summing to 1.

@@ -275,6 +275,22 @@ class BucketPool:
                 f"the {self._kind} memory pool is closed", fix="open a new backend."
             )
 
+    def detach(self, address: int) -> None:
+        """Forget a live block without freeing it: its holder frees it (an exported
+        buffer that outlives the pool).
+
+        Raises:
+            LifecycleError: The block is not live in this pool.
+        """
+        with self._lock:
+            capacity = self._live.pop(address, None)
+            if capacity is None:
+                raise LifecycleError(
+                    f"{self._kind} block 0x{address:x} is not live in this pool",
+                    fix="detach each allocation once, from the pool that made it.",
+                )
+            self.live_bytes -= capacity
+
     def close(self) -> int:
         """Free every block, idle and live. Idempotent.
 
