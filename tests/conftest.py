@@ -12,6 +12,7 @@ import structlog
 from blockbuster import blockbuster_ctx
 
 from vyre_async import logging as vyre_logging
+from vyre_async.jobs import _graph_cache
 
 
 @pytest.fixture(params=["asyncio", "trio"])
@@ -36,6 +37,15 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     seeds = [value for key, value in item.user_properties if key == "seed"]
     if report.failed and seeds:
         report.sections.append(("random seed", f"rng seed = {seeds[0]}"))
+
+
+@pytest.fixture(autouse=True)
+def _graph_cache_in_a_temporary_folder(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Graphs that jobs cache go to this session's temporary folder, never the user's."""
+    folder = tmp_path_factory.getbasetemp() / "graph-cache"
+    monkeypatch.setattr(_graph_cache, "graph_cache_dir", lambda: folder)
 
 
 @pytest.fixture(autouse=True)
