@@ -12,7 +12,6 @@ import structlog
 from blockbuster import blockbuster_ctx
 
 from vyre_async import logging as vyre_logging
-from vyre_async.jobs import _graph_cache
 
 
 @pytest.fixture(params=["asyncio", "trio"])
@@ -43,9 +42,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 def _graph_cache_in_a_temporary_folder(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Graphs that jobs cache go to this session's temporary folder, never the user's."""
+    """Graphs that jobs cache (in this process or a child) go to this session's temporary
+    folder, never the user's."""
     folder = tmp_path_factory.getbasetemp() / "graph-cache"
-    monkeypatch.setattr(_graph_cache, "graph_cache_dir", lambda: folder)
+    monkeypatch.setenv("VYRE_ASYNC_GRAPH_CACHE_DIR", str(folder))
 
 
 @pytest.fixture(autouse=True)

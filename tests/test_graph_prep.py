@@ -171,7 +171,7 @@ def test_the_fingerprint_of_an_rmat_job_names_the_generator(
     job = write_job(tmp_path, WORKLOAD)
     spec = load_job(job)
     before = _graph_source.job_fingerprint(spec, job)
-    monkeypatch.setattr(_graph_source, "RMAT_GENERATOR_VERSION", 999)
+    monkeypatch.setattr(va.graphs.RmatParams, "generator_version", 999)
     assert _graph_source.job_fingerprint(spec, job) != before
 
 

@@ -16,7 +16,7 @@ MASK64 = (1 << 64) - 1
 
 #: SHA-256 of rmat_edges(rmat_params(10, 16, seed=1)) as little-endian uint32 (src, then
 #: dst), and of rmat(10, 16, seed=1)'s offsets then indices as little-endian int32. A
-#: change here is a change of the graph every seed gives: bump RMAT_GENERATOR_VERSION
+#: change here is a change of the graph every seed gives: bump RmatParams.generator_version
 #: and say so in CHANGELOG.md.
 SCALE10_EDGES_SHA256 = "95c1b13c1cb02a8644dde8140759fc4d782c6dfed1331015906883fec600e319"
 SCALE10_CSR_SHA256 = "990a9bd61378ca618dcd4ff4b8cff3fc7bb5b4d48e810d804904065f9e6eb5f5"

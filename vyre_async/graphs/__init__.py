@@ -15,14 +15,12 @@ from ._npz import load_npz as load_npz
 from ._npz import save_npz as save_npz
 from ._rmat import rmat as rmat
 from ._rmat import rmat_params as rmat_params
-from ._rmat_counter import RMAT_GENERATOR_VERSION as RMAT_GENERATOR_VERSION
 from ._rmat_counter import RmatParams as RmatParams
 from ._rmat_counter import rmat_edges as rmat_edges
 from ._trusted import trusted_csr as trusted_csr
 
 __all__ = [
     "CsrGraph",
-    "RMAT_GENERATOR_VERSION",
     "RmatParams",
     "load_edge_list",
     "load_graph",

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 import numpy.typing as npt
@@ -76,7 +77,13 @@ class RmatParams:
         a: Probability of the top-left quadrant at each level.
         b: Probability of the top-right quadrant.
         c: Probability of the bottom-left quadrant (``d = 1 - a - b - c``).
+
+    Attributes:
+        generator_version: The version of the stream's definition; it changes whenever
+            the edges a given set of parameters produces change.
     """
+
+    generator_version: ClassVar[int] = RMAT_GENERATOR_VERSION
 
     scale: int
     edge_factor: int = 16

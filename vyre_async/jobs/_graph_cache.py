@@ -1,13 +1,13 @@
 """Generated R-MAT graphs kept on disk, so a job generates each graph once per machine.
 
-Each entry is an uncompressed ``.npz`` under ``<cache root>/graphs`` (the kernel
-cache's root: ``$VYRE_ASYNC_CACHE_DIR``, else the XDG cache folder) named by the
-graph's parameters and the generator's version. It holds ``offsets``, ``indices``, a
-0-d ``symmetric``, the parameters as JSON bytes and a SHA-256 tree over the arrays.
-A reader checks all of them; any mismatch (a torn copy, a flipped bit, another
-generator version) logs a warning and counts as a miss, and the fresh graph replaces
-the entry. Writes go to a temporary file beside the entry, are synced and renamed, so
-readers see the old entry or the whole new one.
+Each entry is an uncompressed ``.npz`` under ``$VYRE_ASYNC_GRAPH_CACHE_DIR``, else
+``<cache root>/graphs`` (the kernel cache's root: ``$VYRE_ASYNC_CACHE_DIR``, else the
+XDG cache folder), named by the graph's parameters and the generator's version. It
+holds ``offsets``, ``indices``, a 0-d ``symmetric``, the parameters as JSON bytes and a
+SHA-256 tree over the arrays. A reader checks all of them; any mismatch (a torn copy, a
+flipped bit, another generator version) logs a warning and counts as a miss, and the
+fresh graph replaces the entry. Writes go to a temporary file beside the entry, are
+synced and renamed, so readers see the old entry or the whole new one.
 
 The cache is an optimisation only: failing to read or write it never fails a job.
 """
@@ -26,7 +26,7 @@ from pathlib import Path
 import msgspec
 import numpy as np
 
-from ..graphs import RMAT_GENERATOR_VERSION, CsrGraph, RmatParams, trusted_csr
+from ..graphs import CsrGraph, RmatParams, trusted_csr
 from ..kernels import cache_root
 from ..logging import get_logger
 
@@ -38,7 +38,13 @@ _MEMBERS = frozenset({"offsets", "indices", "symmetric", "params", "checksum"})
 
 
 def graph_cache_dir() -> Path:
-    """Where cached graphs live: ``<cache root>/graphs``."""
+    """Where cached graphs live: ``$VYRE_ASYNC_GRAPH_CACHE_DIR``, else ``<cache root>/graphs``.
+
+    Read on every call, so callers can move it (a graph of scale 22 takes ~0.5 GB).
+    """
+    explicit = os.environ.get("VYRE_ASYNC_GRAPH_CACHE_DIR")
+    if explicit:
+        return Path(explicit).expanduser()
     return cache_root() / "graphs"
 
 
@@ -47,7 +53,7 @@ def rmat_cache_path(params: RmatParams) -> Path:
     digest = hashlib.sha256(_identity(params)).hexdigest()[:16]
     name = (
         f"rmat-s{params.scale}-e{params.edge_factor}-seed{params.seed}"
-        f"-v{RMAT_GENERATOR_VERSION}-{digest}.npz"
+        f"-v{RmatParams.generator_version}-{digest}.npz"
     )
     return graph_cache_dir() / name
 
@@ -114,7 +120,7 @@ def _identity(params: RmatParams) -> bytes:
     """What the entry depends on, as canonical JSON bytes."""
     return msgspec.json.encode(
         {
-            "generator": RMAT_GENERATOR_VERSION,
+            "generator": RmatParams.generator_version,
             "scale": params.scale,
             "edge_factor": params.edge_factor,
             "seed": params.seed,

@@ -15,8 +15,8 @@ import msgspec
 
 from ..errors import ConfigurationError
 from ..graphs import (
-    RMAT_GENERATOR_VERSION,
     CsrGraph,
+    RmatParams,
     load_edge_list,
     load_matrix_market,
     load_npz,
@@ -37,7 +37,7 @@ def job_fingerprint(spec: JobSpec, job_file: Path) -> str:
     """Hash of what determines a job's results: its graph (and file) and workloads."""
     digest = hashlib.sha256(msgspec.json.encode([spec.graph, spec.workload]))
     if spec.graph.kind == "rmat":  # another generator draws another graph from one seed
-        digest.update(f"rmat-generator:{RMAT_GENERATOR_VERSION}".encode())
+        digest.update(f"rmat-generator:{RmatParams.generator_version}".encode())
     if spec.graph.path is not None:
         path = job_file.parent / spec.graph.path
         try:
