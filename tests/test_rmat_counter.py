@@ -171,11 +171,12 @@ def test_builder_equals_the_generic_csr_construction(
 
 
 def test_threaded_build_equals_the_single_thread_build(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Many small tasks over a thread pool give the arrays one thread gives."""
+    """Many small tasks and row ranges over a thread pool give the arrays one thread gives."""
     alone = rmat(13, 8, 21)
     monkeypatch.setattr(_rmat_csr, "PARALLEL_MIN_EDGES", 1)
     monkeypatch.setattr(_rmat_csr, "TASK_EDGES", 1 << 12)
     monkeypatch.setattr(_rmat_csr, "STEP_EDGES", 1 << 9)
+    monkeypatch.setattr(_rmat_csr, "BUCKET_KEYS", 1 << 8)  # 512 row ranges
     monkeypatch.setattr(_rmat_csr, "_threads", lambda: 4)
     threaded = rmat(13, 8, 21)
     np.testing.assert_array_equal(threaded.offsets, alone.offsets)
