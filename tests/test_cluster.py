@@ -140,7 +140,7 @@ async def test_two_concurrent_runs_of_one_job_on_one_instance_do_not_collide(
     async def run(name: str) -> None:
         summaries[name] = await JobRunner(spec, job_file=job, out=tmp_path / name).run()
 
-    with capture_logs() as logs:
+    with capture_logs() as logs, anyio.fail_after(240):
         async with anyio.create_task_group() as tg:
             tg.start_soon(run, "first")
             tg.start_soon(run, "second")
@@ -165,7 +165,8 @@ async def test_actors_get_the_graph_from_the_object_store_not_the_loader(tmp_pat
         tmp_path, workload, job={"executor": "ray"}, graph={"kind": "npz", "path": "graph.npz"}
     )
     loads = graph_loads()
-    summary = await _run(job)
+    with anyio.fail_after(180):
+        summary = await _run(job)
     assert summary.status == "complete"
     assert graph_loads() == loads + 1, "the driver loads the graph file exactly once"
     assert summary.batches is not None

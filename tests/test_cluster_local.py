@@ -39,7 +39,7 @@ async def test_a_ray_job_starts_a_local_instance_says_where_its_dashboard_is_and
         job={"executor": "ray", "ray_workers": 2},
     )
     spec = await anyio.to_thread.run_sync(load_job, job)
-    with capture_logs() as logs:
+    with capture_logs() as logs, anyio.fail_after(240):
         summary = await JobRunner(spec, job_file=job).run()
     assert summary.status == "complete"
     assert summary.backend == "ray/cpu"
