@@ -12,12 +12,8 @@ threads at once, or drawn on a GPU, and always gives the same graph.
 
 from __future__ import annotations
 
-import numbers
-from typing import Any
-
-from ..errors import ValidationError
 from ._csr import CsrGraph
-from ._rmat_counter import RmatParams
+from ._rmat_counter import RmatParams, check_rmat_parameters
 from ._rmat_csr import rmat_csr
 from ._trusted import trusted_csr
 
@@ -77,43 +73,5 @@ def rmat_params(
     Raises:
         ValidationError: A parameter is out of range.
     """
-    _check_parameters(scale, edge_factor, seed, a, b, c)
+    check_rmat_parameters(scale, edge_factor, seed, a, b, c)
     return RmatParams(int(scale), int(edge_factor), int(seed), float(a), float(b), float(c))
-
-
-def _check_parameters(
-    scale: Any, edge_factor: Any, seed: Any, a: object, b: object, c: object
-) -> None:
-    if not _is_int(scale) or not 0 <= scale <= 30:
-        raise ValidationError(
-            f"rmat scale is {scale!r}; expected an int from 0 to 30",
-            fix="pass scale as log2 of the vertex count, e.g. scale=18 for 262144 vertices.",
-        )
-    if not _is_int(edge_factor) or edge_factor < 1:
-        raise ValidationError(
-            f"rmat edge_factor is {edge_factor!r}; expected an int >= 1",
-            fix="pass edges per vertex as a positive int; Graph500 uses 16.",
-        )
-    if not _is_int(seed) or not 0 <= seed < 2**64:
-        raise ValidationError(
-            f"rmat seed is {seed!r}; expected an int from 0 to 2**64 - 1",
-            fix="pass seed as a non-negative int below 2**64.",
-        )
-    total = 0.0
-    for name, p in (("a", a), ("b", b), ("c", c)):
-        if not isinstance(p, numbers.Real) or not 0.0 < float(p) < 1.0:
-            raise ValidationError(
-                f"rmat probability {name} is {p!r}; expected a number strictly between 0 and 1",
-                fix="use the Graph500 values a=0.57, b=0.19, c=0.19 or similar.",
-            )
-        total += float(p)
-    if not total < 1.0:
-        raise ValidationError(
-            f"rmat probabilities sum to a + b + c = {total:g}; "
-            "they must leave d = 1 - a - b - c > 0",
-            fix="lower a, b or c so that their sum is below 1.",
-        )
-
-
-def _is_int(value: object) -> bool:
-    return isinstance(value, numbers.Integral) and not isinstance(value, bool)

@@ -22,11 +22,14 @@ the device) gives the same edges, bit for bit.
 from __future__ import annotations
 
 import functools
+import numbers
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
+
+from ..errors import ValidationError
 
 #: Bumped whenever the edges a given set of parameters produces change.
 RMAT_GENERATOR_VERSION = 2
@@ -68,7 +71,7 @@ def mix64(z: UInt64s) -> UInt64s:
 
 @dataclass(frozen=True, slots=True)
 class RmatParams:
-    """What determines an R-MAT graph's edge stream (checked by the caller).
+    """What determines an R-MAT graph's edge stream.
 
     Args:
         scale: log2 of the vertex count, 0 to 30.
@@ -77,6 +80,9 @@ class RmatParams:
         a: Probability of the top-left quadrant at each level.
         b: Probability of the top-right quadrant.
         c: Probability of the bottom-left quadrant (``d = 1 - a - b - c``).
+
+    Raises:
+        ValidationError: A parameter is out of range.
 
     Attributes:
         generator_version: The version of the stream's definition; it changes whenever
@@ -91,6 +97,9 @@ class RmatParams:
     a: float = 0.57
     b: float = 0.19
     c: float = 0.19
+
+    def __post_init__(self) -> None:
+        check_rmat_parameters(self.scale, self.edge_factor, self.seed, self.a, self.b, self.c)
 
     @property
     def num_vertices(self) -> int:
@@ -266,3 +275,46 @@ def _compact_even_bits(x: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
     x = (x | (x >> 1)) & 0x3333
     x = (x | (x >> 2)) & 0x0F0F
     return (x | (x >> 4)) & 0x00FF
+
+
+def check_rmat_parameters(
+    scale: Any, edge_factor: Any, seed: Any, a: object, b: object, c: object
+) -> None:
+    """Refuse R-MAT parameters out of range.
+
+    Raises:
+        ValidationError: A parameter is out of range; the message names it.
+    """
+    if not _is_int(scale) or not 0 <= scale <= 30:
+        raise ValidationError(
+            f"rmat scale is {scale!r}; expected an int from 0 to 30",
+            fix="pass scale as log2 of the vertex count, e.g. scale=18 for 262144 vertices.",
+        )
+    if not _is_int(edge_factor) or edge_factor < 1:
+        raise ValidationError(
+            f"rmat edge_factor is {edge_factor!r}; expected an int >= 1",
+            fix="pass edges per vertex as a positive int; Graph500 uses 16.",
+        )
+    if not _is_int(seed) or not 0 <= seed < 2**64:
+        raise ValidationError(
+            f"rmat seed is {seed!r}; expected an int from 0 to 2**64 - 1",
+            fix="pass seed as a non-negative int below 2**64.",
+        )
+    total = 0.0
+    for name, p in (("a", a), ("b", b), ("c", c)):
+        if not isinstance(p, numbers.Real) or not 0.0 < float(p) < 1.0:
+            raise ValidationError(
+                f"rmat probability {name} is {p!r}; expected a number strictly between 0 and 1",
+                fix="use the Graph500 values a=0.57, b=0.19, c=0.19 or similar.",
+            )
+        total += float(p)
+    if not total < 1.0:
+        raise ValidationError(
+            f"rmat probabilities sum to a + b + c = {total:g}; "
+            "they must leave d = 1 - a - b - c > 0",
+            fix="lower a, b or c so that their sum is below 1.",
+        )
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)

@@ -1,8 +1,8 @@
 """A job's graph, prepared once by the driver: from the cache, the device, the host or a file.
 
 An R-MAT graph is looked up in the graph cache first (:mod:`._graph_cache`). On a
-miss it is generated: on a CUDA device when the job runs on one (the device builder
-sorts 10**8 keys in well under a second, the host takes many), else on the host,
+miss it is generated: on a CUDA device when the job runs on one (the host spends its
+time sorting 10**8 keys; the device builder keeps them on the GPU), else on the host,
 then stored in the cache in the background while the job goes on. Any other graph is
 read from its file. Local devices get the result from host memory and Ray actors
 through Ray's object store; nothing downstream loads or generates the graph again.
