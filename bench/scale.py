@@ -1,17 +1,33 @@
-"""Scale-out: multi-query throughput on every GPU of a host against one (issue: scale out).
+"""Scale-out end to end: one job on one GPU, on every GPU of the host, and on Ray actors.
 
-R-MAT scale 22 (edge factor 16, symmetric), BFS queries with counts readback sent as
-one batched ``bfs_many`` call of ``--queries`` sources (blocks of 1024 through the
-session's batcher): queries/s on ``open_backend("cuda", device=0)`` against
-``device="all"``, alternating, medians of ``--repeats`` after a warm-up; the counts
-of the two are compared.
+The same job (``--items`` BFS reach counts from random sources of R-MAT scale
+``--scale``, edge factor 16, seed 1, 1024 queries per traversal) runs as users run it,
+``python -m vyre_async.cli run job.json`` in a child process, three ways:
 
-With ``--ray``, also a job of ``--ray-items`` such queries (graph from an ``.npz``
-file) run by the job runner on one local GPU against ``executor = "ray"`` (one actor
-per GPU of a local Ray instance): items/s of each run, end to end (graph load,
-actors started, every record committed), and the two result sets compared.
+- ``one``: ``devices = 0`` (one local GPU);
+- ``all``: ``devices = "all"`` (every local GPU, the graph replicated on each);
+- ``ray``: ``executor = "ray"``, ``ray_workers = 2`` on a local Ray instance the job starts
+  (two actors on this host, one GPU each).
 
-Usage: ``python bench/scale.py --out results.json [--ray]``
+For each run: the child's wall time (spawn to exit: Python start, Ray start, graph,
+every record committed), the runner's own seconds, the time to the first committed
+block (the parent polls ``manifest.json`` every 10 ms from the spawn), where the graph
+came from and how long it took (the job's ``graph_ready`` log line), and the steady
+rate after the first commit. Configurations alternate for ``--repeats`` rounds, so
+drift hits all three; medians and ratios against ``one`` are reported with the targets
+(``all`` >= 1.8x, ``ray`` >= 1.6x ``one`` end to end; ``one``'s graph ready < 2 s). The
+committed records of every run are compared.
+
+The graph cache is a temporary folder: ``--graph-cache warm`` (default) fills it once
+before the timed runs, as on a machine that ran the job before; ``cold`` empties it
+before every run, so every run builds its graph (on a GPU where there is one).
+
+Writes ``scale-<UTC date>.log`` (every child's output) and ``.json`` to ``--out``, else
+``$OUT``, else the current folder. ``--quick`` is a CPU smoke run (CPU backend, scale
+10, 3000 items, two CPU backends as the "all" devices, one round) that completes on a
+machine without a GPU.
+
+Usage: ``python bench/scale.py [--items 1000000] [--repeats 3] [--out DIR] [--quick]``
 """
 
 from __future__ import annotations
@@ -19,142 +35,249 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import os
+import platform
+import shutil
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-import anyio
-import msgspec
-import numpy as np
+from vyre_async.jobs import read_records
+from vyre_async.testing import gpu_unavailable_reason
 
-import vyre_async as va
-from vyre_async.graphs import CsrGraph, rmat, save_npz
-from vyre_async.jobs import JobRunner, load_job, read_records
-
-
-async def throughput(
-    graph: CsrGraph, sources: list[int], device: Any, repeats: int
-) -> tuple[list[float], np.ndarray, str]:
-    """Queries/s of each repeat on ``device``, the counts, and the device name."""
-    rates = []
-    config = va.BatchingConfig(max_batch=1024)
-    async with (
-        va.open_backend("cuda", device=device) as backend,
-        backend.resident_graph(graph, batching=config) as session,
-    ):
-        await session.bfs_many(sources[:4096], readback="counts")  # warm: kernels, scratch
-        for _ in range(repeats):
-            t0 = time.perf_counter()
-            counts = await session.bfs_many(sources, readback="counts")
-            rates.append(len(sources) / (time.perf_counter() - t0))
-        return rates, counts, backend.device_name
+CONFIGS = ("one", "all", "ray")
+TARGETS = {"all": 1.8, "ray": 1.6}
+GRAPH_READY_TARGET_S = 2.0
 
 
-def job_rate(
-    folder: Path, graph_file: Path, items: int, executor: str, backend: str = "cuda"
-) -> dict[str, Any]:
-    """A job of ``items`` BFS counts through the runner: its summary and its records."""
-    job = {
-        "job": {"name": f"scale-{executor}", "backend": backend, "executor": executor},
-        "graph": {"kind": "npz", "path": str(graph_file)},
-        "workload": [{"kind": "bfs", "sources": {"random": items, "seed": 3}}],
+def write_job(folder: Path, config: str, args: argparse.Namespace) -> Path:
+    """The job file of one configuration."""
+    job: dict[str, Any] = {"name": f"scale-{config}", "backend": args.backend}
+    if config == "one":
+        job["devices"] = 0
+    elif config == "all":
+        job["devices"] = args.all_devices
+    else:
+        job |= {"executor": "ray", "ray_workers": 2, "devices": 0}
+    spec = {
+        "job": job,
+        "graph": {"kind": "rmat", "scale": args.scale, "edge_factor": 16, "seed": 1},
+        "workload": [{"kind": "bfs", "sources": {"random": args.items, "seed": 11}}],
         "batching": {"max_batch": 1024},
-        "output": {"dir": f"out-{executor}"},
+        "limits": {"item_timeout_s": 300.0, "retries": 2, "max_failed_items": 0},
+        "output": {"dir": "out"},
+        "logging": {"progress_interval_s": 30.0},
     }
-    path = folder / f"scale-{executor}.json"
-    path.write_text(json.dumps(job))
+    path = folder / f"{config}.json"
+    path.write_text(json.dumps(spec))
+    return path
 
-    async def run() -> va.jobs.JobSummary:
-        return await JobRunner(load_job(path), job_file=path).run()
 
-    summary = anyio.run(run)
-    if summary.status != "complete":
-        raise SystemExit(f"{executor} job did not complete: {summary.message}")
-    records = sorted((r.id, r.reached) for r in read_records(folder / f"out-{executor}"))
-    print(f"{executor} job: {summary.items_per_s:,.0f} items/s on {summary.device}", flush=True)
-    return {"summary": msgspec.to_builtins(summary), "records": records}
+def run_job(job: Path, out: Path, env: dict[str, str], log: Any) -> dict[str, Any]:
+    """One job in a child process: wall time, first commit, the runner's summary."""
+    manifest = out / "manifest.json"
+    command = [sys.executable, "-m", "vyre_async.cli", "run", str(job), "--out", str(out)]
+    t0 = time.perf_counter()
+    first_commit: float | None = None
+    with tempfile.TemporaryFile("w+") as output:
+        child = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT, env=env)
+        while child.poll() is None:
+            if first_commit is None and _has_chunk(manifest):
+                first_commit = time.perf_counter() - t0
+            time.sleep(0.01)
+        wall = time.perf_counter() - t0
+        if first_commit is None and _has_chunk(manifest):
+            first_commit = wall  # committed between two polls at the very end
+        output.seek(0)
+        text = output.read()
+    log.write(f"$ {' '.join(command)}\n{text}\n")
+    log.flush()
+    if child.returncode != 0:
+        raise SystemExit(f"{job.name} exited {child.returncode}:\n{text[-3000:]}")
+    summary = json.loads((out / "summary.json").read_text())
+    ready = _graph_ready(out / "log.jsonl")
+    seconds = summary["seconds"]
+    items = summary["items_this_run"]
+    steady = None
+    if first_commit is not None and wall > first_commit:
+        steady = items / (wall - first_commit)
+    return {
+        "wall_s": wall,
+        "runner_s": seconds,
+        "first_commit_s": first_commit,
+        "graph_origin": ready.get("origin"),
+        "graph_ready_s": ready.get("seconds"),
+        "items": items,
+        "items_per_s_wall": items / wall,
+        "items_per_s_after_first_commit": steady,
+        "device": summary["device"],
+        "backend": summary["backend"],
+        "batches": summary.get("batches"),
+    }
+
+
+def _has_chunk(manifest: Path) -> bool:
+    try:
+        return bool(json.loads(manifest.read_text()).get("chunks"))
+    except (OSError, ValueError):
+        return False  # not there yet, or caught mid-replace
+
+
+def _graph_ready(log_file: Path) -> dict[str, Any]:
+    try:
+        lines = log_file.read_text().splitlines()
+    except OSError:
+        return {}
+    for line in lines:
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if event.get("event") == "graph_ready":
+            return dict(event)
+    return {}
+
+
+def records_of(out: Path) -> list[tuple[int, int | None]]:
+    """The committed (id, reached) pairs of a run, sorted."""
+    return sorted((r.id, r.reached) for r in read_records(out))
 
 
 def main() -> None:
-    """Measure one GPU and all GPUs; write the JSON summary."""
+    """Run the three configurations in alternation; write the log and the JSON summary."""
     parser = argparse.ArgumentParser()
     parser.add_argument("--scale", type=int, default=22)
-    parser.add_argument("--queries", type=int, default=65536)
+    parser.add_argument("--items", type=int, default=1_000_000)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--ray", action="store_true", help="also a job through Ray actors")
-    parser.add_argument("--ray-items", type=int, default=1_000_000)
-    parser.add_argument("--out", required=True)
+    parser.add_argument("--backend", choices=["cuda", "cpu", "auto"], default="cuda")
+    parser.add_argument("--configs", default=",".join(CONFIGS))
+    parser.add_argument("--graph-cache", choices=["warm", "cold"], default="warm")
+    parser.add_argument("--quick", action="store_true", help="CPU smoke run (no GPU needed)")
+    parser.add_argument("--out", default=None, help="folder for the log and JSON (else $OUT)")
     args = parser.parse_args()
-    t0 = time.perf_counter()
-    graph = rmat(args.scale, 16, seed=1)
-    print(f"R-MAT scale {args.scale}: {graph}, generated in {time.perf_counter() - t0:.1f} s")
-    sources = np.random.default_rng(7).integers(0, graph.num_vertices, args.queries).tolist()
-    one_rates, all_rates = [], []
-    one_counts = all_counts = None
-    names = {}
-    for _ in range(2):  # alternate, so drift hits both
-        rates, one_counts, names["one"] = anyio.run(throughput, graph, sources, 0, args.repeats)
-        one_rates += rates
-        rates, all_counts, names["all"] = anyio.run(throughput, graph, sources, "all", args.repeats)
-        all_rates += rates
-        print(
-            f"one GPU {one_rates[-args.repeats :]} q/s, all GPUs {all_rates[-args.repeats :]} q/s"
+    args.all_devices = "all"
+    if args.quick:
+        args.backend, args.scale, args.items, args.repeats = "cpu", 10, 3000, 1
+        args.all_devices = [0, 1]  # two CPU backends stand in for two GPUs
+    configs = [c for c in args.configs.split(",") if c]
+    if "ray" in configs and not _has_ray():
+        raise SystemExit(
+            "Ray is not installed: pip install 'vyre-async[ray]', or --configs one,all"
         )
-    if not np.array_equal(one_counts, all_counts):
-        raise SystemExit("counts on all GPUs differ from one GPU")
-    one, every = statistics.median(one_rates), statistics.median(all_rates)
-    ray_part: dict[str, Any] | str = "not measured: run with --ray where Ray is installed"
-    if args.ray:
-        with tempfile.TemporaryDirectory() as tmp:
-            folder = Path(tmp)
-            graph_file = save_npz(graph, folder / "graph.npz")
-            local = job_rate(folder, graph_file, args.ray_items, "local")
-            remote = job_rate(folder, graph_file, args.ray_items, "ray")
-        if local["records"] != remote["records"]:
-            raise SystemExit("the Ray job's records differ from the local job's")
-        local_rate = local["summary"]["items_per_s"]
-        ray_rate = remote["summary"]["items_per_s"]
-        ray_part = {
-            "items": args.ray_items,
-            "local_one_gpu_items_per_s": local_rate,
-            "ray_items_per_s": ray_rate,
-            "ray_over_local_one_gpu": ray_rate / local_rate,
-            "ray_device": remote["summary"]["device"],
-            "ray_batches": remote["summary"]["batches"],
-            "local_seconds": local["summary"]["seconds"],
-            "ray_seconds": remote["summary"]["seconds"],
-        }
-    smi = subprocess.run(
-        ["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
-        capture_output=True,
-        text=True,
-        check=False,
-    ).stdout.strip()
-    summary = {
-        "benchmark": "scale",
-        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        "nvidia_smi": smi,
-        "devices": names,
-        "graph": {"scale": args.scale, "vertices": graph.num_vertices, "edges": graph.num_edges},
-        "queries": args.queries,
-        "one_gpu_qps": one_rates,
-        "all_gpus_qps": all_rates,
-        "one_gpu_qps_median": one,
-        "all_gpus_qps_median": every,
-        "all_over_one": every / one,
-        "ray": ray_part,
-        "targets_met": {"all GPUs >= 1.8x one GPU": every / one >= 1.8}
-        | (
-            {"Ray >= 1.6x one local GPU": ray_part["ray_over_local_one_gpu"] >= 1.6}
-            if isinstance(ray_part, dict)
-            else {}
-        ),
+    out = Path(args.out or os.environ.get("OUT") or ".")
+    out.mkdir(parents=True, exist_ok=True)
+    date = datetime.datetime.now(datetime.UTC)
+    stem = out / f"scale-{date:%Y%m%dT%H%M%SZ}"
+    runs: dict[str, list[dict[str, Any]]] = {c: [] for c in configs}
+    with tempfile.TemporaryDirectory() as tmp, open(f"{stem}.log", "w") as log:
+        folder = Path(tmp)
+        graphs = folder / "graph-cache"
+        # The kernel cache stays where it is; only the graph cache is ours.
+        env = dict(os.environ, VYRE_ASYNC_GRAPH_CACHE_DIR=str(graphs))
+        jobs = {c: write_job(folder, c, args) for c in configs}
+        if args.graph_cache == "warm":
+            # A one-item job of the same graph builds it and fills the cache (and the
+            # kernel cache, so no timed run compiles).
+            warm_job = write_job(folder, "one", argparse.Namespace(**{**vars(args), "items": 1}))
+            warm = run_job(warm_job, folder / "warm", env, log)
+            print(f"warm-up (1 item): {json.dumps(warm)}", flush=True)
+            shutil.rmtree(folder / "warm")
+            jobs = {c: write_job(folder, c, args) for c in configs}
+        reference: list[tuple[int, int | None]] | None = None
+        for round_ in range(args.repeats):
+            for config in configs:
+                if args.graph_cache == "cold":
+                    shutil.rmtree(graphs, ignore_errors=True)
+                where = folder / f"{config}-{round_}"
+                result = run_job(jobs[config], where, env, log)
+                runs[config].append(result)
+                print(f"round {round_} {config}: {json.dumps(result)}", flush=True)
+                got = records_of(where)
+                if reference is None:
+                    reference = got
+                elif got != reference:
+                    raise SystemExit(f"{config} committed other records than the first run")
+                if len(got) != args.items:
+                    raise SystemExit(f"{config} committed {len(got)} of {args.items} items")
+                shutil.rmtree(where)
+    summary = _summary(args, date, runs)
+    Path(f"{stem}.json").write_text(json.dumps(summary, indent=2))
+    print(json.dumps({k: summary[k] for k in ("medians", "ratios", "targets")}, indent=2))
+    print(f"wrote {stem}.json and {stem}.log")
+
+
+def _has_ray() -> bool:
+    try:
+        import ray  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def _summary(
+    args: argparse.Namespace, date: datetime.datetime, runs: dict[str, list[dict[str, Any]]]
+) -> dict[str, Any]:
+    def median(config: str, key: str) -> float | None:
+        values = [r[key] for r in runs.get(config, []) if r.get(key) is not None]
+        return statistics.median(values) if values else None
+
+    keys = ("wall_s", "runner_s", "first_commit_s", "graph_ready_s", "items_per_s_wall")
+    medians = {c: {k: median(c, k) for k in keys} for c in runs}
+    ratios: dict[str, float | None] = {}
+    one = medians.get("one", {}).get("wall_s")
+    for config in ("all", "ray"):
+        wall = medians.get(config, {}).get("wall_s")
+        ratios[f"{config}_over_one_end_to_end"] = one / wall if one and wall else None
+    targets: dict[str, bool | None] = {
+        f"{c} >= {t}x one local GPU end to end": (
+            None
+            if ratios[f"{c}_over_one_end_to_end"] is None
+            else ratios[f"{c}_over_one_end_to_end"] >= t  # type: ignore[operator]
+        )
+        for c, t in TARGETS.items()
     }
-    Path(args.out).write_text(json.dumps(summary, indent=2))
-    print(json.dumps({k: summary[k] for k in ("all_over_one", "targets_met")}))
+    ready = medians.get("one", {}).get("graph_ready_s")
+    targets[f"one: graph ready < {GRAPH_READY_TARGET_S:g} s"] = (
+        None if ready is None else ready < GRAPH_READY_TARGET_S
+    )
+    smi = (
+        subprocess.run(
+            ["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout.strip()
+        if shutil.which("nvidia-smi")
+        else ""
+    )
+    return {
+        "benchmark": "scale",
+        "date": date.isoformat(timespec="seconds"),
+        "device": smi or f"none ({gpu_unavailable_reason()})",
+        "driver": {
+            "host": platform.node(),
+            "cores": os.cpu_count(),
+            "python": platform.python_version(),
+            "backend": args.backend,
+        },
+        "job": {
+            "scale": args.scale,
+            "edge_factor": 16,
+            "items": args.items,
+            "max_batch": 1024,
+            "graph_cache": args.graph_cache,
+        },
+        "quick_cpu_smoke_run": args.quick,
+        "repeats": args.repeats,
+        "runs": runs,
+        "medians": medians,
+        "ratios": ratios,
+        "targets": targets,
+    }
 
 
 if __name__ == "__main__":

@@ -38,6 +38,16 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 
 @pytest.fixture(autouse=True)
+def _graph_cache_in_a_temporary_folder(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Graphs that jobs cache (in this process or a child) go to this session's temporary
+    folder, never the user's."""
+    folder = tmp_path_factory.getbasetemp() / "graph-cache"
+    monkeypatch.setenv("VYRE_ASYNC_GRAPH_CACHE_DIR", str(folder))
+
+
+@pytest.fixture(autouse=True)
 def _structlog_defaults() -> Iterator[None]:
     """Undo any configure_logging() a test (or the CLI it runs) made."""
     yield

@@ -8,6 +8,7 @@ import sys
 import types
 import typing
 from pathlib import Path
+from typing import Any
 
 import anyio
 import msgspec
@@ -176,13 +177,22 @@ def test_every_choice_field_lists_its_values_when_given_a_wrong_one(
     assert "expected one of " + ", ".join(repr(v) for v in values) in message
 
 
+def _recorder(calls: list[object]) -> Any:
+    """A stand-in for prepare_job_graph that records its calls (it must not be called)."""
+
+    async def prepare(*args: object) -> None:
+        calls.append(args)
+
+    return prepare
+
+
 @NO_GPU
 def test_a_cuda_job_without_a_gpu_stops_before_loading_its_graph_with_the_cli_fix(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """[job] backend = "cuda", no GPU: exit 1 at once, Fix names --backend cpu, no folder."""
     loaded: list[object] = []
-    monkeypatch.setattr("vyre_async.jobs._runner.load_job_graph", lambda *args: loaded.append(args))
+    monkeypatch.setattr("vyre_async.jobs._runner.prepare_job_graph", _recorder(loaded))
     job = write_job(tmp_path, [{"kind": "reach", "sources": [0]}], job={"backend": "cuda"})
     assert main(["run", str(job)]) == 1
     err = capsys.readouterr().err
@@ -201,7 +211,7 @@ async def test_a_cuda_job_runner_without_a_gpu_refuses_before_loading_the_graph(
 ) -> None:
     """JobRunner(backend='cuda') raises UnsupportedFeatureError with the Python API's fix."""
     loaded: list[object] = []
-    monkeypatch.setattr("vyre_async.jobs._runner.load_job_graph", lambda *args: loaded.append(args))
+    monkeypatch.setattr("vyre_async.jobs._runner.prepare_job_graph", _recorder(loaded))
     job = await job_file(tmp_path, [{"kind": "reach", "sources": [0]}])
     spec = await anyio.to_thread.run_sync(load_job, job)
     runner = va.jobs.JobRunner(spec, job_file=job, backend="cuda")

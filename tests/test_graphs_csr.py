@@ -296,13 +296,17 @@ def test_graphs_all_is_sorted_and_complete() -> None:
     assert graphs.__all__ == sorted(graphs.__all__)
     assert set(graphs.__all__) == {
         "CsrGraph",
+        "RmatParams",
         "VertexIds",
         "load_edge_list",
         "load_graph",
         "load_matrix_market",
         "load_npz",
         "rmat",
+        "rmat_edges",
+        "rmat_params",
         "save_npz",
+        "trusted_csr",
     }
     for name in graphs.__all__:
         assert getattr(graphs, name).__module__.startswith("vyre_async.graphs")

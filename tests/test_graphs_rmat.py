@@ -86,6 +86,7 @@ def test_unpermuted_vertex_zero_has_the_largest_degree() -> None:
         ({"scale": True}, "scale is True"),
         ({"scale": 4, "edge_factor": 0}, "edge_factor is 0"),
         ({"scale": 4, "seed": -5}, "seed is -5"),
+        ({"scale": 4, "seed": 2**64}, f"seed is {2**64}"),
         ({"scale": 4, "a": 0.0}, "probability a is 0.0"),
         ({"scale": 4, "b": 1.2}, "probability b is 1.2"),
         ({"scale": 4, "c": "x"}, "probability c is 'x'"),

@@ -7,15 +7,22 @@ are at-least-once: an actor that dies mid-block is restarted by Ray (up to
 :class:`DispatchError`, and the runner runs it again; records are keyed by item id
 and committed by the driver only, so a block run twice is still committed once.
 
+:func:`connect_ray` joins the cluster at ``ray_address`` (or starts a local Ray
+instance) in the background while the driver prepares the graph, and logs where the
+Ray dashboard is. :func:`ray_target` puts the graph's arrays into Ray's object store
+once and starts every actor at once with references to them; actors open their
+backends and upload the graph in parallel while the driver cuts the first blocks.
+Actor names carry a random run id, so runs of one job on one cluster never collide.
+
 Ray's awaitables are asyncio futures: under trio a Ray job is refused.
 """
 
 from __future__ import annotations
 
 import asyncio
+import secrets
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -24,6 +31,7 @@ import numpy as np
 
 from ..backends import BackendKind
 from ..errors import ConfigurationError, DispatchError
+from ..graphs import CsrGraph
 from ..jobs._execute import BlockResult
 from ..jobs._spec import JobSpec, WorkloadSection
 from ..logging import get_logger
@@ -64,10 +72,17 @@ class RayTarget:
     """
 
     def __init__(
-        self, ray: Any, actors: list[Any], backend: str, workloads: list[WorkloadSection]
+        self,
+        ray: Any,
+        actors: list[Any],
+        backend: str,
+        workloads: list[WorkloadSection],
+        names: list[str] | None = None,
     ) -> None:
         self._ray = ray
         self._actors = actors
+        #: The actors' names in the cluster (``vyre-<job>-<run id>-<i>``).
+        self.names = list(names or [])
         self._busy = [0] * len(actors)
         self._index = {id(w): i for i, w in enumerate(workloads)}
         self.backend = f"ray/{backend}"
@@ -110,15 +125,87 @@ class RayTarget:
             {
                 "blocks_per_actor": [info.blocks for info in infos],
                 "devices": sorted({info.device for info in infos}),
+                "graph_loads_per_actor": [info.graph_loads for info in infos],
+                "graph_shared_per_actor": [info.graph_shared for info in infos],
             },
         )
 
 
+_NO_DASHBOARD = "not running (Ray starts it when `pip install 'ray[default]'` is installed)"
+
+
+class RayConnection:
+    """Ray joined (or started) for one job run; see :func:`connect_ray`.
+
+    Attributes:
+        dashboard: Where the Ray dashboard is, or why there is none.
+    """
+
+    def __init__(self, ray: Any, address: str | None) -> None:
+        self._ray = ray
+        self._address = address
+        self._ready = anyio.Event()
+        self._error: BaseException | None = None
+        self.started_here = False
+        self.dashboard = ""
+
+    async def _connect(self) -> None:
+        ray = self._ray
+        try:
+            if ray.is_initialized():
+                self.dashboard = "unknown (Ray was initialised by this process before the job)"
+            else:
+                context = await anyio.to_thread.run_sync(
+                    lambda: ray.init(
+                        address=self._address,
+                        logging_level="ERROR",
+                        log_to_driver=False,
+                    )
+                )
+                self.started_here = True
+                url = getattr(context, "dashboard_url", "") or ""
+                if url and "://" not in url:
+                    url = f"http://{url}"
+                self.dashboard = url or _NO_DASHBOARD
+            _log.info(
+                "ray_connected",
+                address=self._address or "a local Ray instance",
+                dashboard=self.dashboard,
+            )
+        except Exception as exc:
+            self._error = exc
+        finally:
+            self._ready.set()
+
+    async def ready(self) -> Any:
+        """Wait for the connection; return the ``ray`` module.
+
+        Raises:
+            ConfigurationError: Ray could not start or reach the cluster.
+        """
+        await self._ready.wait()
+        if self._error is not None:
+            where = f"the Ray cluster at {self._address}" if self._address else "a local Ray"
+            raise ConfigurationError(
+                f"could not start or join {where}: {type(self._error).__name__}: {self._error}",
+                fix="check ray_address (the head node's address, e.g. 'ray://host:10001' or "
+                "'host:6379'), or unset it to start a local instance.",
+            ) from self._error
+        return self._ray
+
+    async def _disconnect(self) -> None:
+        await self._ready.wait()
+        if self.started_here:
+            await anyio.to_thread.run_sync(self._ray.shutdown)
+
+
 @asynccontextmanager
-async def ray_target(
-    spec: JobSpec, job_file: Path, backend: BackendKind
-) -> AsyncIterator[RayTarget]:
-    """Start (or join) Ray, make one actor per GPU, and remove them afterwards.
+async def connect_ray(spec: JobSpec) -> AsyncIterator[RayConnection]:
+    """Join ``ray_address`` (or start a local Ray instance) in the background.
+
+    The connection is made while the body runs (the driver prepares the graph
+    meanwhile); :meth:`RayConnection.ready` waits for it. Ray is shut down on exit if
+    it was started here.
 
     Raises:
         ConfigurationError: Not running on asyncio, or Ray is not installed.
@@ -130,38 +217,56 @@ async def ray_target(
             fix="run the job under asyncio (the vyre-async CLI does), or use executor = 'local'.",
         )
     ray = await anyio.to_thread.run_sync(_import_ray)
+    connection = RayConnection(ray, spec.job.ray_address)
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(connection._connect)
+        try:
+            yield connection
+        finally:
+            with anyio.CancelScope(shield=True):
+                await connection._disconnect()
+
+
+@asynccontextmanager
+async def ray_target(
+    connection: RayConnection, spec: JobSpec, backend: BackendKind, graph: CsrGraph
+) -> AsyncIterator[RayTarget]:
+    """Put the graph into the object store, start one actor per GPU, remove them afterwards.
+
+    Raises:
+        ConfigurationError: Ray could not start or reach the cluster.
+    """
+    ray = await connection.ready()
     job = spec.job
-    started_here = not ray.is_initialized()
-    if started_here:
-        await anyio.to_thread.run_sync(
-            lambda: ray.init(
-                address=job.ray_address,
-                include_dashboard=False,
-                logging_level="ERROR",
-                log_to_driver=False,
-            )
-        )
-    gpus = int(ray.cluster_resources().get("GPU", 0))
+    gpus = int((await anyio.to_thread.run_sync(ray.cluster_resources)).get("GPU", 0))
     count = job.ray_workers or max(gpus, 1)
     per_actor = {"num_gpus": 1} if gpus else {"num_cpus": 1}
+    arrays = (graph.offsets, graph.indices, graph.weights)
+    refs = await anyio.to_thread.run_sync(
+        lambda: [None if a is None else ray.put(a) for a in arrays]
+    )
     worker = ray.remote(GraphWorker)
     spec_json = msgspec.json.encode(spec)
-    where = str(await anyio.Path(job_file).resolve())  # actors may run in another folder
+    run = secrets.token_hex(4)
+    names = [f"vyre-{job.name}-{run}-{i}" for i in range(count)]
     actors = [
         worker.options(
-            name=f"vyre-{job.name}-worker-{i}",
+            name=name,
             max_restarts=spec.limits.max_reopens,
             max_task_retries=0,
             **per_actor,
-        ).remote(spec_json, where, backend)
-        for i in range(count)
+        ).remote(spec_json, backend, *refs, graph.symmetric)
+        for name in names
     ]
-    target = RayTarget(ray, actors, backend, list(spec.workload))
-    _log.info("ray_actors_started", actors=count, gpus=gpus, address=job.ray_address or "local")
+    # Every actor opens its backend and uploads the graph now, all at once.
+    started = [actor.start.remote() for actor in actors]
+    target = RayTarget(ray, actors, backend, list(spec.workload), names)
+    _log.info("ray_actors_started", actors=count, gpus=gpus, run=run, first=names[0])
     try:
         yield target
     finally:
-        for actor in actors:
-            ray.kill(actor, no_restart=True)
-        if started_here:
-            await anyio.to_thread.run_sync(ray.shutdown)
+        del started, refs
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(
+                lambda: [ray.kill(actor, no_restart=True) for actor in actors]
+            )

@@ -17,15 +17,23 @@ from ._mtx import load_matrix_market as load_matrix_market
 from ._npz import load_npz as load_npz
 from ._npz import save_npz as save_npz
 from ._rmat import rmat as rmat
+from ._rmat import rmat_params as rmat_params
+from ._rmat_counter import RmatParams as RmatParams
+from ._rmat_counter import rmat_edges as rmat_edges
+from ._trusted import trusted_csr as trusted_csr
 from ._vertex_ids import VertexIds as VertexIds
 
 __all__ = [
     "CsrGraph",
+    "RmatParams",
     "VertexIds",
     "load_edge_list",
     "load_graph",
     "load_matrix_market",
     "load_npz",
     "rmat",
+    "rmat_edges",
+    "rmat_params",
     "save_npz",
+    "trusted_csr",
 ]

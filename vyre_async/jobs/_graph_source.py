@@ -1,24 +1,44 @@
 """A job's graph: generated or loaded as its file says, and what identifies it.
 
-The runner loads it once in the driver; Ray actors load it again the same way.
+The driver loads it once (see :mod:`._graph_prep`); Ray actors get it through the
+object store and never call :func:`load_job_graph`, which counts its calls so that a
+test can check exactly that.
 """
 
 from __future__ import annotations
 
 import hashlib
+import threading
 from pathlib import Path
 
 import msgspec
 
 from ..errors import ConfigurationError
-from ..graphs import CsrGraph, load_edge_list, load_matrix_market, load_npz, rmat
+from ..graphs import (
+    CsrGraph,
+    RmatParams,
+    load_edge_list,
+    load_matrix_market,
+    load_npz,
+    rmat,
+)
 from ._graph_files import load_scipy_npz_graph, load_table_graph, read_sources_file
 from ._spec import JobSpec
+
+_loads = 0
+_loads_lock = threading.Lock()
+
+
+def graph_loads() -> int:
+    """Calls of :func:`load_job_graph` in this process so far."""
+    return _loads
 
 
 def job_fingerprint(spec: JobSpec, job_file: Path) -> str:
     """Hash of what determines a job's results: its graph (and file) and workloads."""
     digest = hashlib.sha256(msgspec.json.encode([spec.graph, spec.workload]))
+    if spec.graph.kind == "rmat":  # another generator draws another graph from one seed
+        digest.update(f"rmat-generator:{RmatParams.generator_version}".encode())
     if spec.graph.path is not None:
         path = job_file.parent / spec.graph.path
         try:
@@ -34,6 +54,9 @@ def job_fingerprint(spec: JobSpec, job_file: Path) -> str:
 
 def load_job_graph(spec: JobSpec, job_file: Path) -> CsrGraph:
     """The job's graph: generated, or read from the file its path names (blocking)."""
+    global _loads
+    with _loads_lock:  # it runs in worker threads
+        _loads += 1
     graph = spec.graph
     if graph.kind == "rmat":
         if graph.scale is None:  # the spec's rules make this unreachable

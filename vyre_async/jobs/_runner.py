@@ -26,8 +26,8 @@ import os
 import signal
 import time
 from collections import deque
-from collections.abc import Iterator
-from contextlib import AbstractAsyncContextManager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import Any, Literal, TextIO
 
@@ -45,7 +45,8 @@ from ..sessions import BatchingConfig
 from ..telemetry import MetricFamily
 from ._committer import Committer, Outcomes
 from ._execute import BlockExecutor, array_records, count_records, execute_block
-from ._graph_source import job_fingerprint, load_job_graph, resolve_sources
+from ._graph_prep import prepare_job_graph
+from ._graph_source import job_fingerprint, resolve_sources
 from ._items import ItemBlock, check_sources, iter_blocks, sources_out_degree, total_items
 from ._metrics import JobMetrics, job_families, refresh_periodically
 from ._preflight import backend_unavailable_reason
@@ -144,6 +145,7 @@ class JobRunner:
         self._backend_name = ("", "")
         self._telemetry: dict[str, Any] | None = None
         self._batches: dict[str, Any] | None = None
+        self._cluster: Any = None  # the RayConnection of a Ray job
 
     @property
     def state(self) -> RunnerState:
@@ -221,20 +223,25 @@ class JobRunner:
             items=self._total,
             resume=self._resume,
         )
-        graph = await anyio.to_thread.run_sync(load_job_graph, spec, self._job_file)
-        out_degree = sources_out_degree(spec, graph)
-        check_sources(spec, graph.num_vertices, str(self._job_file), out_degree)
-        committed = await anyio.to_thread.run_sync(store.committed_ids)
-        skipped = int(committed.sum())
-        progress = Progress(
-            self._total, skipped, self._progress_stream, spec.logging.progress_interval_s
-        )
-        blocks = iter_blocks(spec, graph.num_vertices, committed, out_degree)
-        del committed
-        await self._run_generations(store, graph, blocks, progress)
-        progress.close()
-        if self._metrics is not None:
-            self._metrics.publish(self._metric_families(progress))
+        # Ray (when used) starts while the graph is prepared; the graph cache is written
+        # in the background while the job runs.
+        async with self._connect_cluster(), anyio.create_task_group() as background:
+            graph = await prepare_job_graph(
+                spec, self._job_file, self._backend_kind, self._devices, background
+            )
+            out_degree = sources_out_degree(spec, graph)
+            check_sources(spec, graph.num_vertices, str(self._job_file), out_degree)
+            committed = await anyio.to_thread.run_sync(store.committed_ids)
+            skipped = int(committed.sum())
+            progress = Progress(
+                self._total, skipped, self._progress_stream, spec.logging.progress_interval_s
+            )
+            blocks = iter_blocks(spec, graph.num_vertices, committed, out_degree)
+            del committed
+            await self._run_generations(store, graph, blocks, progress)
+            progress.close()
+            if self._metrics is not None:
+                self._metrics.publish(self._metric_families(progress))
         summary = await self._finish(store, progress, time.monotonic() - started)
         fields = msgspec.to_builtins(summary)
         for bulky in ("telemetry", "batches"):  # in summary.json; too long for a line
@@ -340,12 +347,27 @@ class JobRunner:
             *self._metric_families_of_target(),
         ]
 
+    @asynccontextmanager
+    async def _connect_cluster(self) -> AsyncIterator[None]:
+        """Join or start Ray for a Ray job (in the background); nothing for a local one."""
+        if self._spec.job.executor != "ray":
+            yield
+            return
+        from ..cluster import connect_ray  # Ray is an optional extra
+
+        async with connect_ray(self._spec) as connection:
+            self._cluster = connection
+            try:
+                yield
+            finally:
+                self._cluster = None
+
     def _open_target(self, graph: CsrGraph) -> AbstractAsyncContextManager[BlockTarget]:
         spec = self._spec
         if spec.job.executor == "ray":
-            from ..cluster import ray_target  # Ray is an optional extra
+            from ..cluster import ray_target
 
-            return ray_target(spec, self._job_file, self._backend_kind)
+            return ray_target(self._cluster, spec, self._backend_kind, graph)
         batching = BatchingConfig(
             max_batch=spec.batching.max_batch, max_delay=spec.batching.max_delay_ms / 1000
         )

@@ -14,6 +14,7 @@ from ._bfs import bfs_advance as bfs_advance
 from ._bfs import bfs_bottom_up as bfs_bottom_up
 from ._bfs import bfs_init as bfs_init
 from ._bfs import bfs_top_down as bfs_top_down
+from ._cache import cache_root as cache_root
 from ._compile import CompiledKernel as CompiledKernel
 from ._compile import arch_for as arch_for
 from ._compile import compile_kernel as compile_kernel
@@ -54,6 +55,15 @@ from ._pagerank import pr_init as pr_init
 from ._pagerank import pr_renumber as pr_renumber
 from ._pagerank import pr_update as pr_update
 from ._reduce import sum_reduce as sum_reduce
+from ._rmat_build import RMAT_KERNELS as RMAT_KERNELS
+from ._rmat_build import RMAT_RADIX_BITS as RMAT_RADIX_BITS
+from ._rmat_build import radix_histogram as radix_histogram
+from ._rmat_build import radix_scatter as radix_scatter
+from ._rmat_build import rmat_edge_keys as rmat_edge_keys
+from ._rmat_build import rmat_tiles as rmat_tiles
+from ._rmat_build import scan_exclusive as scan_exclusive
+from ._rmat_build import unique_compact as unique_compact
+from ._rmat_build import unique_count as unique_count
 from ._signature import BufferParam as BufferParam
 from ._signature import ScalarParam as ScalarParam
 
@@ -86,6 +96,8 @@ __all__ = [
     "MSBFS_UNLIMITED",
     "PAGERANK_KERNELS",
     "PR_STATE_WORDS",
+    "RMAT_KERNELS",
+    "RMAT_RADIX_BITS",
     "ScalarParam",
     "arch_for",
     "axpy",
@@ -93,6 +105,7 @@ __all__ = [
     "bfs_bottom_up",
     "bfs_init",
     "bfs_top_down",
+    "cache_root",
     "compile_kernel",
     "egraph_check",
     "egraph_clear",
@@ -119,5 +132,12 @@ __all__ = [
     "pr_init",
     "pr_renumber",
     "pr_update",
+    "radix_histogram",
+    "radix_scatter",
+    "rmat_edge_keys",
+    "rmat_tiles",
+    "scan_exclusive",
     "sum_reduce",
+    "unique_compact",
+    "unique_count",
 ]

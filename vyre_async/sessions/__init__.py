@@ -11,6 +11,9 @@ from ._planner import QueryChunk as QueryChunk
 from ._planner import TraversalQuery as TraversalQuery
 from ._planner import chunk_bytes as chunk_bytes
 from ._planner import plan_multi_query as plan_multi_query
+from ._rmat_device import MAX_DEVICE_RMAT_KEYS as MAX_DEVICE_RMAT_KEYS
+from ._rmat_device import device_rmat_bytes as device_rmat_bytes
+from ._rmat_device import rmat_on_device as rmat_on_device
 from ._stats import SessionStats as SessionStats
 
 __all__ = [
@@ -18,6 +21,7 @@ __all__ = [
     "BatcherStats",
     "BatchingConfig",
     "DynamicBatcher",
+    "MAX_DEVICE_RMAT_KEYS",
     "MultiQueryPlan",
     "QueryChunk",
     "ResidentGraphSession",
@@ -25,5 +29,7 @@ __all__ = [
     "SessionStats",
     "TraversalQuery",
     "chunk_bytes",
+    "device_rmat_bytes",
     "plan_multi_query",
+    "rmat_on_device",
 ]
