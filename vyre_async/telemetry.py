@@ -61,10 +61,13 @@ class TelemetrySnapshot(msgspec.Struct, frozen=True, forbid_unknown_fields=True)
             ``alloc``, and one per ``upload_group``).
         resident_buffers_live: Resident buffers allocated and not yet freed.
         resident_bytes_live: Their bytes.
-        wall_ns_total: Sum of dispatch wall times observed through ``timed()``/await.
-        device_ns_total: Sum of measured device times.
-        enqueue_ns_total: Sum of time spent inside ``submit``.
-        wait_ns_total: Sum of time awaiting tasks spent waiting.
+        wall_ns_total: Sum of wall times of work whose time is measured: pending
+            dispatches awaited (``submit``), prepared sequences' ``run`` and the
+            session traversals built on them. A plain ``await dispatch(...)`` reads
+            no clock, so it adds nothing here (it counts in ``dispatches``).
+        device_ns_total: Sum of measured device times (timing events where asked for).
+        enqueue_ns_total: Sum of time spent enqueueing the measured work.
+        wait_ns_total: Sum of time awaiting tasks spent waiting for the measured work.
         pool_hits: Device-memory pool requests served from the cache (CUDA).
         pool_misses: Device-memory pool requests that allocated (CUDA).
         pinned_bytes: Page-locked host staging bytes held (CUDA).

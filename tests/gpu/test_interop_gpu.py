@@ -14,6 +14,28 @@ from vyre_async.testing import spin_kernel
 
 cp = pytest.importorskip("cupy")
 torch = pytest.importorskip("torch")
+SPIN = cp.RawKernel(spin_kernel.source, spin_kernel.entry, backend="nvrtc")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _warm_cupy_and_torch() -> None:
+    """Run each CuPy and PyTorch operation these tests use once, outside the event loop.
+
+    Both libraries compile kernels and load libraries on first use, reading files: in
+    an async test that is blocking work (blockbuster refuses it) that is theirs, not
+    vyre_async's, which stays watched.
+    """
+    a = cp.zeros(8, cp.float32)
+    a *= 2
+    cp.asnumpy(cp.full(8, -7, cp.int32) + a.sum().astype(cp.int32))
+    SPIN.kernel  # noqa: B018 - compiles the CuPy RawKernel
+    t = torch.randn(64, 64, device="cuda")
+    t = t @ t / 64.0
+    u = torch.full((8,), 3.0, device="cuda") + t[0, 0] * 0
+    u += 1
+    (torch.zeros(8, device="cuda") + u).cpu()
+    torch.from_numpy(np.ones(8, np.float32)).cuda()
+    torch.cuda.synchronize()
 
 
 def model(a: float, x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -64,7 +86,7 @@ async def test_a_pending_producer_kernel_is_waited_for_on_the_device(
     source = cp.asarray(x)
     staged = cp.zeros(n, cp.float32)  # poison: all zeros until the slow kernel lands
     y = cp.zeros(n, cp.float32)
-    spin = cp.RawKernel(spin_kernel.source, spin_kernel.entry, backend="nvrtc")
+    spin = SPIN
     shape = spin_kernel.launch({"n": n})
     stream = cp.cuda.Stream(non_blocking=True)
     cp.cuda.get_current_stream().synchronize()

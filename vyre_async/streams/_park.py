@@ -7,18 +7,20 @@ two more coroutine frames before the future at its bottom. On asyncio a task her
 parks on that future itself, which anyio's cancellation reaches the same way (it
 cancels the task, which cancels the future it awaits); a wake round trip cost about
 a third less on the development machine. On every other loop (trio) it parks on the
-loop backend's own event. This is the one place the bridge touches asyncio directly.
+loop backend's own event. A polling task's checkpoint is likewise asyncio's own bare
+yield there. This is the one place the bridge touches asyncio directly.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+import types
+from collections.abc import Awaitable, Callable, Generator
 from typing import Any
 
 import anyio
 
-__all__ = ["FUTURE", "Spot", "park_factory", "sleep_on", "wake", "woken"]
+__all__ = ["FUTURE", "Spot", "checkpoint_for", "park_factory", "sleep_on", "wake", "woken"]
 
 #: What a parked task sleeps on: a future (asyncio) or an anyio event.
 Spot = Any
@@ -37,6 +39,24 @@ def park_factory(new_event: Callable[[], anyio.Event]) -> Callable[[], Spot]:
     except RuntimeError:  # not asyncio
         return new_event
     return loop.create_future
+
+
+@types.coroutine
+def _yield_to_the_loop() -> Generator[None, None, None]:
+    # What asyncio.sleep(0) does underneath: a bare yield reschedules the task at once
+    # (and is where a cancellation lands).
+    yield
+
+
+def checkpoint_for(fallback: Callable[[], Awaitable[None]]) -> Callable[[], Awaitable[None]]:
+    """The cheapest checkpoint of the running loop: on asyncio a bare yield to the loop
+    (``anyio.lowlevel.checkpoint`` reaches it through two more frames, resumed at every
+    poll of a waiting task); elsewhere ``fallback`` (the loop backend's checkpoint)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:  # not asyncio
+        return fallback
+    return _yield_to_the_loop
 
 
 def wake(spot: Spot) -> None:

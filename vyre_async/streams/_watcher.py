@@ -48,7 +48,7 @@ from ._backoff import Backoff
 from ._completion import Completion
 from ._driver import CUDA_ERROR_NOT_READY, CUDA_SUCCESS, check, error_for, is_sticky
 from ._fence import Fence, Lane
-from ._park import FUTURE, Spot, park_factory, sleep_on, wake
+from ._park import FUTURE, Spot, checkpoint_for, park_factory, sleep_on, wake
 
 if TYPE_CHECKING:
     from ._device import CudaDevice, DeviceHealth
@@ -301,7 +301,9 @@ class CompletionWatcher:
                 spun_out = False
                 mine: Completion = work  # not narrowed by the loop's condition (mypy)
                 try:
-                    self._seal_open()
+                    fence = work.fence
+                    if fence is not None and fence.event is None and fence.lane.open is fence:
+                        self._seal(fence.lane)  # the others are sealed by the first poll
                     checkpoint = self._checkpoint
                     polls = 0
                     deadline = 0.0
@@ -451,7 +453,7 @@ class CompletionWatcher:
             new_event = backend.create_event
         except (ImportError, AttributeError, RuntimeError):
             return
-        self._checkpoint = checkpoint
+        self._checkpoint = checkpoint_for(checkpoint)
         self._new_spot = park_factory(new_event)
         if self._clock is None:
             self._now = current_time
