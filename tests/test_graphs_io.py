@@ -263,7 +263,7 @@ def test_malformed_npz_files_raise_naming_the_file(tmp_path: Path) -> None:
             tmp_path / "object.npz",
             offsets=np.array([0, 0], dtype=object),
             indices=np.zeros(0, np.int32),
-        ): "not a readable .npz archive",
+        ): "holds Python objects, which are never unpickled",
         write_archive(
             tmp_path / "bad.npz",
             offsets=np.array([0, 2, 1], np.int32),
