@@ -8,6 +8,7 @@ application (or the ``vyre-async`` CLI) calls :func:`configure_logging` once.
 from __future__ import annotations
 
 import logging
+import os
 import queue
 import sys
 import threading
@@ -109,7 +110,8 @@ class JsonLogFile:
         """Open the file and start copying events to it."""
         if not structlog.is_configured():
             configure_logging()
-        self._file = open(self._path, "ab")  # noqa: SIM115 - closed by the writer thread
+        # Never through a symlink: the file lives in a job's output folder.
+        self._file = open(self._path, "ab", opener=_no_follow)  # noqa: SIM115 - the writer closes it
         self._thread.start()
         _json_files.append(self._queue)
 
@@ -133,6 +135,10 @@ class JsonLogFile:
                 else:
                     return
                 self._file.flush()
+
+
+def _no_follow(path: str, flags: int) -> int:
+    return os.open(path, flags | os.O_NOFOLLOW, 0o644)
 
 
 def get_logger(name: str) -> structlog.typing.FilteringBoundLogger:
