@@ -24,7 +24,8 @@ import msgspec
 from . import __version__
 from .backends import DeviceSelector, open_backend
 from .errors import ConfigurationError, ValidationError, VyreError
-from .jobs import JobRunner, JobSummary, load_job, total_items
+from .jobs import JobRunner, JobSummary, check_job, load_job
+from .jobs._signals import exiting_at_once_on_signals
 from .kernels._cache import cache_root
 from .kernels._nvrtc import nvrtc_version
 from .logging import configure_logging
@@ -77,6 +78,7 @@ def _run(args: argparse.Namespace) -> int:
             resume=args.resume,
             handle_signals=True,
             progress_stream=bar,
+            report=lambda summary: _print_summary(summary, args),
         )
         summary = anyio.run(runner.run)
     except VyreError as exc:
@@ -109,8 +111,34 @@ def _print_summary(summary: JobSummary, args: argparse.Namespace) -> None:
         print(f"  to finish it: {shlex.join(command)}", file=sys.stderr)
 
 
+def _validate(file: str) -> int:
+    try:
+        spec = load_job(file)
+        check = check_job(spec, file, scan_edge_list=True)
+    except VyreError as exc:
+        print(f"vyre-async: {exc}", file=sys.stderr)
+        return 2
+    notes = []
+    if check.folder is None:
+        notes.append("no [output] dir: run it with --out DIR")
+    print(
+        f"{file}: valid job {spec.job.name!r}, {len(spec.workload)} workload(s), "
+        f"{check.items} item(s)" + "".join(f"; {note}" for note in notes)
+    )
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``vyre-async``; returns the process exit code."""
+    """Entry point of ``vyre-async``; returns the process exit code.
+
+    SIGINT and SIGTERM end it at once with a message and exit code 130/143, except
+    while a job's items run (then the first one drains them; see :class:`JobRunner`).
+    """
+    with exiting_at_once_on_signals():
+        return _main(argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = argparse.ArgumentParser(prog="vyre-async", description=__doc__.splitlines()[0])
     parser.add_argument("--log-format", choices=["console", "json"], default=None)
     parser.add_argument(
@@ -140,17 +168,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _run(args)
     configure_logging(args.log_format or "console", level=args.log_level or "warning")
     if args.command == "validate":
-        try:
-            spec = load_job(args.file)
-        except VyreError as exc:
-            print(f"vyre-async: {exc}", file=sys.stderr)
-            return 2
-        items = total_items(spec)
-        print(
-            f"{args.file}: valid job {spec.job.name!r}, {len(spec.workload)} workload(s), "
-            f"{items} item(s)"
-        )
-        return 0
+        return _validate(args.file)
     try:
         report = anyio.run(_info)
     except VyreError as exc:

@@ -11,6 +11,8 @@ from ._execute import BlockResult as BlockResult
 from ._execute import execute_block as execute_block
 from ._items import total_items as total_items
 from ._load import load_job as load_job
+from ._preflight import JobCheck as JobCheck
+from ._preflight import check_job as check_job
 from ._records import ItemRecord as ItemRecord
 from ._records import Manifest as Manifest
 from ._runner import JobRunner as JobRunner
@@ -33,6 +35,7 @@ __all__ = [
     "BlockResult",
     "GraphSection",
     "ItemRecord",
+    "JobCheck",
     "JobRunner",
     "JobSection",
     "JobSpec",
@@ -44,6 +47,7 @@ __all__ = [
     "RandomSources",
     "RunnerState",
     "WorkloadSection",
+    "check_job",
     "execute_block",
     "load_job",
     "read_records",

@@ -7,6 +7,7 @@ a ``job_progress`` log event carries the same numbers every ``interval`` seconds
 
 from __future__ import annotations
 
+import math
 import time
 from typing import TextIO
 
@@ -35,7 +36,8 @@ class Progress:
         self._stream = stream
         self._interval = interval
         self._started = time.monotonic()
-        self._last_shown = 0.0
+        # Never shown yet: the first add shows (monotonic time may start near 0 at boot).
+        self._last_shown = -math.inf
         self._drawn = False
 
     @property

@@ -19,24 +19,28 @@ again, at most ``limits.max_reopens`` times. The committer lives across generati
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import itertools
 import os
 import signal
+import sys
 import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from contextlib import AbstractAsyncContextManager
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal, TextIO
+from typing import Any, Literal, NoReturn, TextIO
 
 import anyio
 import msgspec
 from anyio.abc import ObjectReceiveStream, ObjectSendStream
 
 from .._groups import sole_vyre_error
+from .._version import __version__
 from ..backends import BackendKind, DeviceSelector
-from ..errors import DeviceLostError, LifecycleError, VyreError
+from ..errors import ConfigurationError, DeviceLostError, LifecycleError, VyreError
 from ..graphs import CsrGraph
 from ..logging import JsonLogFile, get_logger
 from ..sessions import BatchingConfig
@@ -44,10 +48,12 @@ from ._committer import Committer, Outcomes
 from ._execute import BlockExecutor, array_records, count_records, execute_block
 from ._graph_source import job_fingerprint, load_job_graph
 from ._items import ItemBlock, check_sources, iter_blocks, total_items
+from ._preflight import check_job
 from ._progress import Progress
-from ._records import ItemRecord
+from ._records import ItemRecord, Manifest
+from ._signals import SIGNALS, exit_code, exiting_at_once_on_signals, install_exit_at_once
 from ._spec import JobSpec
-from ._store import LOG_FILE, ResultStore, output_folder
+from ._store import LOG_FILE, ResultStore
 from ._summary import JobSummary
 from ._targets import BlockTarget, local_target
 
@@ -55,9 +61,10 @@ _log = get_logger("vyre_async.jobs")
 
 #: Blocks of records that may wait for the committer.
 RECORD_QUEUE_BLOCKS = 4
-#: Exit codes: success, a failed job, a bad job file (the CLI's), SIGINT, SIGTERM.
+#: Exit codes: success, a failed job, a bad job file (the CLI's); signals: see _signals.
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
-_SIGNAL_EXIT = {signal.SIGINT: 130, signal.SIGTERM: 143}
+#: Seconds past ``drain_timeout_s`` before a drain stuck in threads is cut short.
+DRAIN_GRACE_S = 0.5
 #: Error codes of failures that are not VyreErrors.
 TIMEOUT_CODE, UNEXPECTED_CODE = 0, 1
 
@@ -82,8 +89,12 @@ class JobRunner:
         resume: Continue the job committed in the output folder.
         execute: Runs a block (default :func:`execute_block`); tests inject faults here.
         handle_signals: Drain on the first SIGINT/SIGTERM and exit at once on the
-            second (the CLI turns this on; it needs the main thread).
+            second; past ``drain_timeout_s`` commit what is done and end the process;
+            before and after the drain a signal ends the process at once (the CLI
+            turns this on; it needs the main thread).
         progress_stream: Where the progress bar goes; ``None`` logs progress lines.
+        report: Called with the summary when the runner ends the process itself
+            (past the drain deadline), where :meth:`run` cannot return it.
     """
 
     def __init__(
@@ -98,6 +109,7 @@ class JobRunner:
         execute: BlockExecutor = execute_block,
         handle_signals: bool = False,
         progress_stream: TextIO | None = None,
+        report: Callable[[JobSummary], None] | None = None,
     ) -> None:
         self._spec = spec
         self._job_file = Path(job_file)
@@ -109,6 +121,11 @@ class JobRunner:
         self._execute = execute
         self._handle_signals = handle_signals
         self._progress_stream = progress_stream
+        self._report = report
+        self._log_file: JsonLogFile | None = None
+        self._started = 0.0
+        self._started_at = ""
+        self._job_file_path = str(self._job_file)
         self._state = RunnerState.UNOPENED
         self._total = total_items(spec)
         # Blocks taken from the item sequence and not yet handed to the committer.
@@ -149,7 +166,8 @@ class JobRunner:
             )
         self._state = RunnerState.RUNNING
         try:
-            return await self._run()
+            with exiting_at_once_on_signals(self._handle_signals):
+                return await self._run()
         except BaseExceptionGroup as group:
             error = sole_vyre_error(group)
             if error is None:
@@ -159,10 +177,19 @@ class JobRunner:
             self._state = RunnerState.FINISHED
 
     async def _run(self) -> JobSummary:
-        spec, started = self._spec, time.monotonic()
-        self._folder = await anyio.to_thread.run_sync(
-            output_folder, self._job_file, spec.output.dir, self._out
-        )
+        spec = self._spec
+        # When it started, for the summary; durations come from the monotonic clock.
+        self._started_at = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+        self._started = time.monotonic()
+        # Everything refused before the folder is touched (validate checks the same).
+        check = await anyio.to_thread.run_sync(check_job, spec, self._job_file, self._out)
+        if check.folder is None:
+            raise ConfigurationError(
+                f"{self._job_file}: $.output.dir: no output folder is set",
+                fix="set dir in [output], or pass --out DIR.",
+            )
+        self._folder = check.folder
+        self._job_file_path = str(await anyio.to_thread.run_sync(self._job_file.resolve))
         fingerprint = await anyio.to_thread.run_sync(job_fingerprint, spec, self._job_file)
         store = await anyio.to_thread.run_sync(
             lambda: ResultStore.open(
@@ -173,15 +200,26 @@ class JobRunner:
                 resume=self._resume,
             )
         )
-        log_file = JsonLogFile(self._folder / LOG_FILE)
-        await anyio.to_thread.run_sync(log_file.open)
         try:
-            return await self._run_logged(store, started)
+            self._log_file = JsonLogFile(self._folder / LOG_FILE)
+            await anyio.to_thread.run_sync(self._log_file.open)
+            try:
+                if self._resume and store.manifest.complete:
+                    return await self._already_complete(store)
+                return await self._run_logged(store)
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await anyio.to_thread.run_sync(self._log_file.close)
+        except BaseException:
+            # A run refused before its first commit leaves no stub behind.
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(store.discard_if_unused)
+            raise
         finally:
             with anyio.CancelScope(shield=True):
-                await anyio.to_thread.run_sync(log_file.close)
+                await anyio.to_thread.run_sync(store.close)
 
-    async def _run_logged(self, store: ResultStore, started: float) -> JobSummary:
+    async def _run_logged(self, store: ResultStore) -> JobSummary:
         spec = self._spec
         _log.info(
             "job_started",
@@ -192,20 +230,40 @@ class JobRunner:
         )
         graph = await anyio.to_thread.run_sync(load_job_graph, spec, self._job_file)
         check_sources(spec, graph.num_vertices, str(self._job_file))
-        committed = await anyio.to_thread.run_sync(store.committed_ids)
-        skipped = int(committed.sum())
         progress = Progress(
-            self._total, skipped, self._progress_stream, spec.logging.progress_interval_s
+            self._total,
+            store.manifest.committed,
+            self._progress_stream,
+            spec.logging.progress_interval_s,
         )
-        blocks = iter_blocks(spec, graph.num_vertices, committed)
-        del committed
+        # The producer skips committed items; commits mark theirs in the same flags.
+        blocks = iter_blocks(spec, graph.num_vertices, store.committed)
         await self._run_generations(store, graph, blocks, progress)
         progress.close()
-        summary = await self._finish(store, progress, time.monotonic() - started)
-        fields = msgspec.to_builtins(summary)
-        for bulky in ("telemetry", "batches"):  # in summary.json; too long for a line
-            fields.pop(bulky)
-        _log.info("job_finished", **fields)
+        summary = await self._finish(store, progress)
+        _log_finished(summary)
+        return summary
+
+    async def _already_complete(self, store: ResultStore) -> JobSummary:
+        """A resume of a complete job: nothing runs, and summary.json keeps its summary."""
+        manifest = store.manifest
+        seconds = time.monotonic() - self._started
+        summary = self._summary(
+            status="complete",
+            code=EXIT_OK,
+            message=(
+                f"already complete: all {manifest.committed} items ({manifest.failed} failed) "
+                f"were committed to {self._folder / 'chunks'} by an earlier run; nothing ran, "
+                "and summary.json keeps that run's summary"
+            ),
+            manifest=manifest,
+            done=0,
+            skipped=manifest.committed,
+            seconds=seconds,
+        )
+        if await anyio.to_thread.run_sync(store.read_summary) is None:
+            await anyio.to_thread.run_sync(store.write_summary, summary)
+        _log.info("job_already_complete", job=self._spec.job.name, output=str(self._folder))
         return summary
 
     # ------------------------------------------------------------- the pipeline
@@ -214,9 +272,13 @@ class JobRunner:
     ) -> None:
         send, receive = anyio.create_memory_object_stream[Outcomes](RECORD_QUEUE_BLOCKS)
         committer = Committer(store, self._spec.output, progress, self._check_failures)
+
+        async def finish_past_deadline() -> None:
+            await self._finish_past_deadline(store, progress, committer)
+
         async with anyio.create_task_group() as tg:
             if self._handle_signals:
-                tg.start_soon(self._watch_signals)
+                tg.start_soon(self._watch_signals, finish_past_deadline)
             tg.start_soon(committer.run, receive)
             async with send:
                 while True:
@@ -413,37 +475,75 @@ class JobRunner:
             self._generation_scope.deadline = self._drain_deadline
         _log.warning("job_stopping", reason=message, drain_s=self._spec.limits.drain_timeout_s)
 
-    async def _watch_signals(self) -> None:
-        with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-            async for signum in signals:
-                name = signal.Signals(signum).name
-                if self._signal is not None:
-                    # Everything committed is already durable; whatever is half
-                    # written is a temp file or an unlisted chunk that resume ignores.
-                    _log.error(
+    async def _watch_signals(self, finish_past_deadline: Callable[[], Awaitable[None]]) -> None:
+        """First signal: drain. A second one: exit now. Past the drain deadline (workers
+        still waiting on threads, which cannot be cancelled): commit what is done, exit."""
+        try:
+            with anyio.open_signal_receiver(*SIGNALS) as signals:
+                async for signum in signals:
+                    self._signal = signum
+                    name = signal.Signals(signum).name
+                    _log.warning(
                         "job_signal",
                         signal=name,
-                        action="exiting now; committed results are intact",
+                        action=f"finishing in-flight work (at most "
+                        f"{self._spec.limits.drain_timeout_s:g} s); send it again to exit now",
                     )
-                    os._exit(_SIGNAL_EXIT.get(signum, 128 + signum))
-                self._signal = signum
-                _log.warning(
-                    "job_signal",
-                    signal=name,
-                    action=f"finishing in-flight work (at most "
-                    f"{self._spec.limits.drain_timeout_s:g} s); send it again to exit now",
-                )
-                self._stop("interrupted", f"interrupted by {name}")
+                    self._stop("interrupted", f"interrupted by {name}")
+                    break
+                with anyio.move_on_after(self._spec.limits.drain_timeout_s + DRAIN_GRACE_S):
+                    async for signum in signals:
+                        # Everything committed is already durable; whatever is half
+                        # written is a temp file or an unlisted file that resume removes.
+                        _log.error(
+                            "job_signal",
+                            signal=signal.Signals(signum).name,
+                            action="exiting now; committed results are intact",
+                        )
+                        await self._end_process(exit_code(signum), None)
+                await finish_past_deadline()
+        finally:
+            # asyncio puts the default handlers back; until the run returns, a signal
+            # (while the summary is written) still ends it cleanly.
+            install_exit_at_once()
 
-    async def _finish(self, store: ResultStore, progress: Progress, seconds: float) -> JobSummary:
+    async def _finish_past_deadline(
+        self, store: ResultStore, progress: Progress, committer: Committer
+    ) -> None:
+        with anyio.CancelScope(shield=True):
+            _log.warning(
+                "job_drain_deadline_passed",
+                drain_s=self._spec.limits.drain_timeout_s,
+                action="committing what is done and exiting; unfinished items run on --resume",
+            )
+            await committer.flush()
+            progress.close()
+            summary = await self._finish(store, progress)
+            _log_finished(summary)
+            await self._end_process(summary.exit_code, summary)
+
+    async def _end_process(self, code: int, summary: JobSummary | None) -> NoReturn:
+        """End the process now (workers may still wait on threads): report, flush, exit."""
+        with anyio.CancelScope(shield=True):
+            if self._log_file is not None:
+                await anyio.to_thread.run_sync(self._log_file.close)
+        if summary is not None and self._report is not None:
+            self._report(summary)
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        os._exit(code)
+
+    async def _finish(self, store: ResultStore, progress: Progress) -> JobSummary:
         manifest = store.manifest
         complete = manifest.committed == self._total
         if complete and not manifest.complete:
             await anyio.to_thread.run_sync(store.finish)
+            manifest = store.manifest
         status: Literal["complete", "interrupted", "failed"]
         if self._stop_status == "interrupted" and not complete:
             status = "interrupted"
-            code = _SIGNAL_EXIT.get(signal.Signals(self._signal or signal.SIGINT), 130)
+            code = exit_code(self._signal or signal.SIGINT)
             message = (
                 f"{self._stop_message}: {manifest.committed} of {self._total} items "
                 "committed; resume with --resume"
@@ -451,34 +551,71 @@ class JobRunner:
         elif self._stop_status == "failed":
             status, code = "failed", EXIT_FAILED
             message = f"job stopped: {self._stop_message}"
+        elif not complete:  # every block was run, yet not every item committed
+            status, code = "failed", EXIT_FAILED
+            message = (
+                f"only {manifest.committed} of {self._total} items were committed; "
+                "resume with --resume to run the rest"
+            )
         else:
             status, code = "complete", EXIT_OK
             message = (
                 f"{manifest.committed} items ({manifest.failed} failed) committed to "
                 f"{self._folder / 'chunks'}"
             )
-        summary = JobSummary(
+        summary = self._summary(
+            status=status,
+            code=code,
+            message=message,
+            manifest=manifest,
+            done=progress.done,
+            skipped=progress.skipped,
+            seconds=time.monotonic() - self._started,
+        )
+        await anyio.to_thread.run_sync(store.write_summary, summary)
+        return summary
+
+    def _summary(
+        self,
+        *,
+        status: Literal["complete", "interrupted", "failed"],
+        code: int,
+        message: str,
+        manifest: Manifest,
+        done: int,
+        skipped: int,
+        seconds: float,
+    ) -> JobSummary:
+        return JobSummary(
             job=self._spec.job.name,
             status=status,
             exit_code=code,
             message=message,
             output=str(self._folder),
+            job_file=self._job_file_path,
+            version=__version__,
+            started_at=self._started_at,
             backend=self._backend_name[0],
             device=self._backend_name[1],
             items_total=self._total,
             items_committed=manifest.committed,
-            items_this_run=progress.done,
-            items_skipped=progress.skipped,
+            items_this_run=done,
+            items_skipped=skipped,
             items_failed=manifest.failed,
             retries=self._retries,
             reopens=self._reopens,
             seconds=round(seconds, 3),
-            items_per_s=round(progress.done / max(seconds, 1e-9), 1),
+            items_per_s=round(done / max(seconds, 1e-9), 1),
             telemetry=self._telemetry,
             batches=self._batches,
         )
-        await anyio.to_thread.run_sync(store.write_summary, summary)
-        return summary
+
+
+def _log_finished(summary: JobSummary) -> None:
+    fields = msgspec.to_builtins(summary)
+    for bulky in ("telemetry", "batches"):  # in summary.json; too long for a line
+        fields.pop(bulky)
+    _log.info("job_finished", **fields)
 
 
 def _reason(exc: BaseException, timeout_s: float) -> str:
