@@ -49,6 +49,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..errors import ConfigurationError
+from ..logging import get_logger
 from ._atomic import TEMP_PREFIX, Folder, NotPlainError
 from ._records import FORMAT_VERSION, ChunkEntry, FileEntry, ItemRecord, Manifest
 
@@ -69,6 +70,7 @@ _FOREIGN_FIX = (
     "choose another folder with --out DIR, or move the files named above away."
 )
 
+_log = get_logger("vyre_async.jobs")
 _encoder = msgspec.json.Encoder()
 _record_decoder = msgspec.json.Decoder(ItemRecord)
 
@@ -238,8 +240,7 @@ class ResultStore:
                 if old is not None and old.chunks
                 else np.zeros(total_items, dtype=bool)
             )
-            for place, name in leftovers:
-                place.remove(name)
+            _remove_leftovers(root.path, arrays, leftovers, committed)
             for name in kinds:
                 if _ROOT_TEMP.match(name):
                     root.remove(name)
@@ -393,14 +394,6 @@ def _refuse_a_folder_without_a_job(root: Folder, resume: bool) -> None:
 
 
 def _refuse_foreign(root: Folder, kinds: dict[str, str], *, has_manifest: bool) -> None:
-    if not has_manifest and (CHUNKS_DIR in kinds or ARRAYS_DIR in kinds):
-        raise ConfigurationError(
-            f"output folder {root.path} holds {CHUNKS_DIR}/ or {ARRAYS_DIR}/ but no "
-            f"{MANIFEST_FILE}: without it, committed results cannot be told from "
-            "anything else, so nothing in it is used, deleted or overwritten",
-            fix=f"restore {MANIFEST_FILE} if it was deleted (then --resume continues), "
-            "or choose another folder with --out DIR.",
-        )
     foreign = []
     for name, kind in sorted(kinds.items()):
         if _ROOT_TEMP.match(name) or (name == LOCK_FILE and kind == "file"):
@@ -410,6 +403,15 @@ def _refuse_foreign(root: Folder, kinds: dict[str, str], *, has_manifest: bool) 
         ):
             continue
         foreign.append(f"{name} ({'a symlink' if kind == 'link' else kind})")
+    links = any(kind == "link" for kind in kinds.values())
+    if not has_manifest and not links and "dir" in (kinds.get(CHUNKS_DIR), kinds.get(ARRAYS_DIR)):
+        raise ConfigurationError(
+            f"output folder {root.path} holds {CHUNKS_DIR}/ or {ARRAYS_DIR}/ but no "
+            f"{MANIFEST_FILE}: without it, committed results cannot be told from "
+            "anything else, so nothing in it is used, deleted or overwritten",
+            fix=f"restore {MANIFEST_FILE} if it was deleted (then --resume continues), "
+            "or choose another folder with --out DIR.",
+        )
     if foreign:
         shown = ", ".join(foreign[:3]) + (", ..." if len(foreign) > 3 else "")
         raise ConfigurationError(
@@ -463,12 +465,19 @@ def _read_manifest(root: Folder) -> Manifest:
             "again in a new folder with --out DIR.",
         )
     try:
-        return msgspec.json.decode(data, type=Manifest)
+        manifest = msgspec.json.decode(data, type=Manifest)
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
         raise ConfigurationError(
             f"{path} is not a vyre-async manifest ({exc})",
             fix="restore it from a backup, or choose another output folder with --out DIR.",
         ) from None
+    for entry in manifest.chunks:
+        if not _CHUNK_NAME.match(entry.name):
+            raise _damaged(root.path, path, f"lists a chunk named {entry.name!r}")
+        odd = next((f.path for f in entry.files if not _ARRAY_PATH.match(f.path)), None)
+        if odd is not None:
+            raise _damaged(root.path, path, f"lists an array named {odd!r}")
+    return manifest
 
 
 def _check_same_job(
@@ -505,41 +514,81 @@ def _new_writer(old: Manifest | None) -> str:
 
 def _classify(
     folder: Path, chunks: Folder, arrays: Folder, manifest: Manifest | None
-) -> list[tuple[Folder, str]]:
-    """The files the last writer left uncommitted (to delete); refuses anything else.
+) -> list[tuple[Folder, str, int | None]]:
+    """What the last writer left uncommitted, as ``(folder, name, item id of an array)``.
+
+    The last writer (the manifest's token) may have left the chunk it was committing
+    (the next in sequence, exactly) and arrays of items it had not committed, each
+    perhaps still under a temp name. Anything else unlisted is refused.
 
     Raises:
         ConfigurationError: A file that is neither committed nor the last writer's.
     """
-    listed_chunks = {c.name for c in manifest.chunks} if manifest else set()
-    listed_arrays = (
+    chunk_names = {c.name for c in manifest.chunks} if manifest else set()
+    array_names = (
         {f.path.removeprefix(f"{ARRAYS_DIR}/") for c in manifest.chunks for f in c.files}
         if manifest
         else set()
     )
-    writer = manifest.writer if manifest else None
-    leftovers: list[tuple[Folder, str]] = []
-    for place, listed, suffix, digits in (
-        (chunks, listed_chunks, "jsonl", r"\d{6}"),
-        (arrays, listed_arrays, "npy", r"\d+"),
-    ):
-        own = _own_uncommitted(writer, suffix, digits) if writer else None
+    temp = rf"(?:{re.escape(TEMP_PREFIX)}\d+-)?"
+    if manifest is not None:
+        next_chunk = re.escape(_chunk_name(len(manifest.chunks), manifest.writer))
+        own_chunk = re.compile(rf"^{temp}{next_chunk}$")
+        own_array = re.compile(rf"^{temp}(\d+)-{manifest.writer}\.npy$")
+    leftovers: list[tuple[Folder, str, int | None]] = []
+    for place, listed in ((chunks, chunk_names), (arrays, array_names)):
         foreign = []
         for name, kind in sorted(place.entries()):
             if name in listed and kind == "file":
                 continue
-            if own is not None and own.match(name) and kind != "dir":
-                leftovers.append((place, name))
-                continue
+            if manifest is not None and kind != "dir":
+                if place is chunks and own_chunk.match(name):
+                    leftovers.append((place, name, None))
+                    continue
+                mine = own_array.match(name) if place is arrays else None
+                if mine is not None:
+                    leftovers.append((place, name, int(mine[1])))
+                    continue
             foreign.append(f"{name} ({'a symlink' if kind == 'link' else kind})")
         if foreign:
-            shown = ", ".join(foreign[:3]) + (", ..." if len(foreign) > 3 else "")
-            raise ConfigurationError(
-                f"output folder {folder}: {place.path.name}/ holds {shown}, which the manifest "
-                "does not commit and the last run did not write",
-                fix=_FOREIGN_FIX,
-            )
+            raise _foreign_in(folder, place, foreign)
     return leftovers
+
+
+def _remove_leftovers(
+    folder: Path,
+    arrays: Folder,
+    leftovers: list[tuple[Folder, str, int | None]],
+    committed: npt.NDArray[np.bool_],
+) -> None:
+    """Delete what the last writer left uncommitted (after the folder was verified).
+
+    Raises:
+        ConfigurationError: A "leftover" array of a committed item: no run leaves one.
+    """
+    stray = [
+        f"{name} (item {item} is committed)"
+        for _, name, item in leftovers
+        if item is not None and item < committed.size and committed[item]
+    ]
+    if stray:
+        raise _foreign_in(folder, arrays, stray)
+    for place, name, item in leftovers:
+        if item is None:
+            _log.warning("removing_uncommitted_chunk", file=str(place.path / name))
+        place.remove(name)
+    arrays_removed = sum(item is not None for _, _, item in leftovers)
+    if arrays_removed:
+        _log.info("removing_uncommitted_arrays", files=arrays_removed)
+
+
+def _foreign_in(folder: Path, place: Folder, names: list[str]) -> ConfigurationError:
+    shown = ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
+    return ConfigurationError(
+        f"output folder {folder}: {place.path.name}/ holds {shown}, which the manifest "
+        "does not commit and the last run did not write",
+        fix=_FOREIGN_FIX,
+    )
 
 
 # ------------------------------------------------------------------ verifying a folder
