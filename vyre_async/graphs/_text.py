@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from .._files import NotRegularFileError, open_regular
+from .._files import open_regular
 from ..errors import ValidationError
 
 #: Bytes read per block; a block's tokens live as Python bytes objects, ~20x larger.
@@ -225,9 +225,8 @@ def _check_line_lengths(path: StrPath, whole: bytes, line_base: int, tail: int) 
 
 def unreadable(path: StrPath, err: OSError) -> ValidationError:
     """The error for a file that cannot be opened or read (or is not a regular file)."""
-    what = "is not a regular file" if isinstance(err, NotRegularFileError) else "cannot be read"
     return ValidationError(
-        f"{os.fspath(path)} {what}: {err.strerror or err}",
+        f"{os.fspath(path)} cannot be read: {err.strerror or err}",
         fix="check that the path names a readable regular file.",
     )
 
