@@ -14,17 +14,19 @@ import os
 import signal
 from types import FrameType
 
+_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
 
 def _exit_at_once(signum: int, frame: FrameType | None) -> None:
     del frame
     name = signal.Signals(signum).name
     try:
-        os.write(2, f"vyre-async: {name}: exiting now (before the job started)\n".encode())
+        os.write(2, f"vyre-async: {name}: exiting now\n".encode())
     finally:
         os._exit(128 + signum)
 
 
-for _signum in (signal.SIGINT, signal.SIGTERM):
+for _signum in _SIGNALS:
     signal.signal(_signum, _exit_at_once)
 
 
@@ -32,7 +34,12 @@ def main() -> int:
     """Run the ``vyre-async`` command line; return its exit code."""
     from vyre_async.cli import main as cli_main  # after the handlers
 
-    return cli_main()
+    code = cli_main()
+    # The command has ended: a signal now changes nothing. Ignored, it cannot meet
+    # the default action the interpreter restores while it shuts down.
+    for signum in _SIGNALS:
+        signal.signal(signum, signal.SIG_IGN)
+    return code
 
 
 if __name__ == "__main__":
