@@ -51,7 +51,7 @@ from ._items import ItemBlock, check_sources, iter_blocks, total_items
 from ._preflight import check_job
 from ._progress import Progress
 from ._records import ItemRecord, Manifest
-from ._signals import SIGNALS, exit_code, exiting_at_once_on_signals, install_exit_at_once
+from ._signals import exit_code, exiting_at_once_on_signals, noting_signals
 from ._spec import JobSpec
 from ._store import LOG_FILE, ResultStore
 from ._summary import JobSummary
@@ -65,6 +65,8 @@ RECORD_QUEUE_BLOCKS = 4
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 #: Seconds past ``drain_timeout_s`` before a drain stuck in threads is cut short.
 DRAIN_GRACE_S = 0.5
+#: Seconds between looks for a signal while items run.
+SIGNAL_POLL_S = 0.05
 #: Error codes of failures that are not VyreErrors.
 TIMEOUT_CODE, UNEXPECTED_CODE = 0, 1
 
@@ -477,35 +479,37 @@ class JobRunner:
 
     async def _watch_signals(self, finish_past_deadline: Callable[[], Awaitable[None]]) -> None:
         """First signal: drain. A second one: exit now. Past the drain deadline (workers
-        still waiting on threads, which cannot be cancelled): commit what is done, exit."""
-        try:
-            with anyio.open_signal_receiver(*SIGNALS) as signals:
-                async for signum in signals:
-                    self._signal = signum
-                    name = signal.Signals(signum).name
-                    _log.warning(
-                        "job_signal",
-                        signal=name,
-                        action=f"finishing in-flight work (at most "
-                        f"{self._spec.limits.drain_timeout_s:g} s); send it again to exit now",
-                    )
-                    self._stop("interrupted", f"interrupted by {name}")
-                    break
-                with anyio.move_on_after(self._spec.limits.drain_timeout_s + DRAIN_GRACE_S):
-                    async for signum in signals:
-                        # Everything committed is already durable; whatever is half
-                        # written is a temp file or an unlisted file that resume removes.
-                        _log.error(
-                            "job_signal",
-                            signal=signal.Signals(signum).name,
-                            action="exiting now; committed results are intact",
-                        )
-                        await self._end_process(exit_code(signum), None)
-                await finish_past_deadline()
-        finally:
-            # asyncio puts the default handlers back; until the run returns, a signal
-            # (while the summary is written) still ends it cleanly.
-            install_exit_at_once()
+        still waiting on threads, which cannot be cancelled): commit what is done, exit.
+
+        The handler only notes the signal and this task looks every
+        :data:`SIGNAL_POLL_S`: a handler swapped in for the end-at-once one and back,
+        with no moment under the default action (asyncio's own signal handling puts
+        the defaults back when it stops), and nothing done inside a signal handler
+        that an event loop does not allow there.
+        """
+        received: deque[int] = deque()
+        with noting_signals(received.append):
+            signum = await _next_signal(received)
+            self._signal = signum
+            name = signal.Signals(signum).name
+            _log.warning(
+                "job_signal",
+                signal=name,
+                action=f"finishing in-flight work (at most "
+                f"{self._spec.limits.drain_timeout_s:g} s); send it again to exit now",
+            )
+            self._stop("interrupted", f"interrupted by {name}")
+            with anyio.move_on_after(self._spec.limits.drain_timeout_s + DRAIN_GRACE_S):
+                signum = await _next_signal(received)
+                # Everything committed is already durable; whatever is half written
+                # is a temp file or the last run's uncommitted file that resume removes.
+                _log.error(
+                    "job_signal",
+                    signal=signal.Signals(signum).name,
+                    action="exiting now; committed results are intact",
+                )
+                await self._end_process(exit_code(signum), None)
+            await finish_past_deadline()
 
     async def _finish_past_deadline(
         self, store: ResultStore, progress: Progress, committer: Committer
@@ -609,6 +613,14 @@ class JobRunner:
             telemetry=self._telemetry,
             batches=self._batches,
         )
+
+
+async def _next_signal(received: deque[int]) -> int:
+    """Wait until a signal is noted; take it."""
+    # A signal handler may not set an Event (see _watch_signals), so look regularly.
+    while not received:  # noqa: ASYNC110 - nothing can wake an Event from a signal handler
+        await anyio.sleep(SIGNAL_POLL_S)
+    return received.popleft()
 
 
 def _log_finished(summary: JobSummary) -> None:

@@ -6,7 +6,7 @@ promise ``kill -9`` already tests). While no work is in flight (starting up, loa
 the graph, verifying a resumed folder, writing the summary) a signal therefore
 ends the process at once with a one-line message and the signal's exit code, never
 a ``KeyboardInterrupt`` traceback or a silent death. While items run, the runner's
-own handling takes over and drains them first.
+own handling (:func:`noting_signals`) takes over and drains them first.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from types import FrameType
 from typing import Any, NoReturn
 
@@ -67,3 +67,24 @@ def exiting_at_once_on_signals(enabled: bool = True) -> Iterator[None]:
     finally:
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+
+
+@contextlib.contextmanager
+def noting_signals(note: Callable[[int], None]) -> Iterator[None]:
+    """Within the block, SIGINT/SIGTERM only call ``note(signum)`` (from the main thread,
+    between two bytecodes: ``note`` must do no more than record it); after it, they end
+    the process at once again. A no-op off the main thread."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        del frame
+        note(signum)
+
+    for signum in SIGNALS:
+        signal.signal(signum, handler)
+    try:
+        yield
+    finally:
+        install_exit_at_once()
