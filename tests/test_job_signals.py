@@ -214,7 +214,12 @@ def test_past_the_drain_deadline_what_is_done_is_committed_without_waiting_for_t
     _wait_for_a_commit(out, child)
     time.sleep(0.3)  # let the workers reach the stalled blocks; not a timing check
     child.send_signal(signal.SIGTERM)
-    stdout, stderr = child.communicate(timeout=30)  # the stalled threads would take 60 s
+    try:
+        stdout, stderr = child.communicate(timeout=30)  # the stalled threads would take 60 s
+    except subprocess.TimeoutExpired:
+        child.kill()
+        child.communicate()
+        raise
     assert child.returncode == 143, stderr
     assert "job_drain_deadline_passed" in stderr
     assert "Traceback" not in stderr
