@@ -37,6 +37,7 @@ from vyre_async.jobs import (
     load_job,
 )
 from vyre_async.jobs import _store as store_module
+from vyre_async.jobs import _verify as verify_module
 from vyre_async.sessions import ResidentGraphSession
 
 DELAY = float(os.environ.get("VYRE_TEST_BLOCK_DELAY", "0.01"))
@@ -59,7 +60,7 @@ async def slowed(
 
 
 def _slow_down_verification() -> None:
-    verify = store_module._verify_array
+    verify = verify_module.verify_array
     said = []
 
     def slow(*args: Any) -> None:
@@ -69,7 +70,7 @@ def _slow_down_verification() -> None:
         time.sleep(VERIFY_DELAY)
         verify(*args)
 
-    store_module._verify_array = slow
+    verify_module.verify_array = slow
 
 
 def _slow_down_the_summary() -> None:

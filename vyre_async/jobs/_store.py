@@ -33,12 +33,7 @@ Every method here blocks on file I/O; the runner calls them in a worker thread.
 from __future__ import annotations
 
 import contextlib
-import errno
-import fcntl
-import hashlib
 import os
-import re
-import secrets
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -49,34 +44,34 @@ import numpy as np
 import numpy.typing as npt
 
 from ..errors import ConfigurationError
-from ..logging import get_logger
-from ._atomic import TEMP_PREFIX, Folder, NotPlainError
-from ._records import FORMAT_VERSION, ChunkEntry, FileEntry, ItemRecord, Manifest
-
-MANIFEST_FILE = "manifest.json"
-SUMMARY_FILE = "summary.json"
-LOG_FILE = "log.jsonl"
-LOCK_FILE = ".lock"
-CHUNKS_DIR = "chunks"
-ARRAYS_DIR = "arrays"
-#: What the folder itself may hold, by kind.
-_ROOT_FILES = {MANIFEST_FILE, SUMMARY_FILE, LOG_FILE, LOCK_FILE}
-_ROOT_DIRS = {CHUNKS_DIR, ARRAYS_DIR}
-_ROOT_TEMP = re.compile(rf"^{re.escape(TEMP_PREFIX)}\d+-(?:manifest|summary)\.json$")
-_CHUNK_NAME = re.compile(r"^\d{6}-[0-9a-f]{8}\.jsonl$")
-_ARRAY_PATH = re.compile(rf"^{ARRAYS_DIR}/(\d+-[0-9a-f]{{8}}\.npy)$")
-_FOREIGN_FIX = (
-    "vyre-async writes only into a new or empty folder, or one of its own job folders; "
-    "choose another folder with --out DIR, or move the files named above away."
+from ._atomic import Folder
+from ._claim import (
+    check_same_job,
+    classify,
+    new_writer,
+    refuse_a_folder_without_a_job,
+    refuse_foreign,
+    remove_leftovers,
+    take_lock,
+    unusable,
 )
+from ._layout import (
+    ARRAYS_DIR,
+    CHUNKS_DIR,
+    LOCK_FILE,
+    LOG_FILE,
+    MANIFEST_FILE,
+    ROOT_TEMP,
+    SUMMARY_FILE,
+    chunk_name,
+    own_uncommitted,
+)
+from ._records import FORMAT_VERSION, ChunkEntry, FileEntry, ItemRecord, Manifest
+from ._verify import damaged, read_chunk, read_manifest, record_decoder, verify
 
-_log = get_logger("vyre_async.jobs")
+__all__ = ["LOG_FILE", "ResultStore", "output_folder", "read_records"]
+
 _encoder = msgspec.json.Encoder()
-_record_decoder = msgspec.json.Decoder(ItemRecord)
-
-
-class _Format(msgspec.Struct):
-    format: int
 
 
 def output_folder(
@@ -116,15 +111,6 @@ def output_folder(
             fix="name a subfolder of the job file's folder, or pass --out DIR.",
         )
     return folder
-
-
-def _chunk_name(seq: int, writer: str) -> str:
-    return f"{seq:06d}-{writer}.jsonl"
-
-
-def _own_uncommitted(writer: str, suffix: str, digits: str) -> re.Pattern[str]:
-    """Names a run with token ``writer`` gives its files (and their temp files)."""
-    return re.compile(rf"^(?:{re.escape(TEMP_PREFIX)}\d+-)?{digits}-{writer}\.{suffix}$")
 
 
 class ResultStore:
@@ -197,18 +183,18 @@ class ResultStore:
                 )
             root = Folder.open(folder)
         except OSError as exc:
-            raise _unusable(folder, exc) from exc
+            raise unusable(folder, exc) from exc
         lock_fd = -1
         try:
-            _refuse_a_folder_without_a_job(root, resume)
-            lock_fd = _lock(root)
+            refuse_a_folder_without_a_job(root, resume)
+            lock_fd = take_lock(root)
             return cls._claim(root, lock_fd, job, fingerprint, total_items, resume, created)
         except BaseException as exc:
             if lock_fd >= 0:
                 os.close(lock_fd)
             root.close()
             if isinstance(exc, OSError):
-                raise _unusable(folder, exc) from exc
+                raise unusable(folder, exc) from exc
             raise
 
     @classmethod
@@ -223,10 +209,10 @@ class ResultStore:
         created: bool,
     ) -> ResultStore:
         kinds = dict(root.entries())
-        _refuse_foreign(root, kinds, has_manifest=MANIFEST_FILE in kinds)
-        old = _read_manifest(root) if MANIFEST_FILE in kinds else None
+        refuse_foreign(root, kinds, has_manifest=MANIFEST_FILE in kinds)
+        old = read_manifest(root) if MANIFEST_FILE in kinds else None
         if old is not None and old.chunks:
-            _check_same_job(root.path, old, fingerprint, total_items, resume)
+            check_same_job(root.path, old, fingerprint, total_items, resume)
         chunks = root.subfolder(CHUNKS_DIR, create=True)
         try:
             arrays = root.subfolder(ARRAYS_DIR, create=True)
@@ -234,20 +220,20 @@ class ResultStore:
             chunks.close()
             raise
         try:
-            leftovers = _classify(root.path, chunks, arrays, old)
+            leftovers = classify(root.path, chunks, arrays, old)
             committed = (
-                _verify(root.path, chunks, arrays, old)
+                verify(root.path, chunks, arrays, old)
                 if old is not None and old.chunks
                 else np.zeros(total_items, dtype=bool)
             )
-            _remove_leftovers(root.path, arrays, leftovers, committed)
+            remove_leftovers(root.path, arrays, leftovers, committed)
             for name in kinds:
-                if _ROOT_TEMP.match(name):
+                if ROOT_TEMP.match(name):
                     root.remove(name)
             if old is not None and old.chunks:
-                manifest = msgspec.structs.replace(old, writer=_new_writer(old))
+                manifest = msgspec.structs.replace(old, writer=new_writer(old))
             else:  # new, or a folder whose manifest commits nothing: this job's now
-                manifest = Manifest(FORMAT_VERSION, job, fingerprint, total_items, _new_writer(old))
+                manifest = Manifest(FORMAT_VERSION, job, fingerprint, total_items, new_writer(old))
             root.write(MANIFEST_FILE, _encoder.encode(manifest))
         except BaseException:
             chunks.close()
@@ -268,8 +254,8 @@ class ResultStore:
             return
         writer = self._manifest.writer
         for place, own in (
-            (self._chunks, _own_uncommitted(writer, "jsonl", r"\d{6}")),
-            (self._arrays, _own_uncommitted(writer, "npy", r"\d+")),
+            (self._chunks, own_uncommitted(writer, "jsonl", r"\d{6}")),
+            (self._arrays, own_uncommitted(writer, "npy", r"\d+")),
         ):
             for name, _ in list(place.entries()):
                 if own.match(name):
@@ -333,7 +319,7 @@ class ResultStore:
         if files:
             self._arrays.sync()  # the arrays' renames, before the manifest names them
         manifest = self._manifest
-        name = _chunk_name(len(manifest.chunks), manifest.writer)
+        name = chunk_name(len(manifest.chunks), manifest.writer)
         size, sha256 = self._chunks.write(name, _encoder.encode_lines(records), exclusive=True)
         if failed is None:
             failed = sum(not r.ok for r in records)
@@ -364,314 +350,6 @@ class ResultStore:
             return None
 
 
-# ------------------------------------------------------------------ claiming a folder
-def _unusable(folder: Path, exc: OSError) -> ConfigurationError:
-    if isinstance(exc, NotPlainError):
-        return ConfigurationError(
-            f"output folder {folder}: {exc.filename} is {exc.strerror}; vyre-async never "
-            "follows a link or writes over something else in its output folder",
-            fix=_FOREIGN_FIX,
-        )
-    return ConfigurationError(
-        f"output folder {folder} cannot be used: {exc.strerror or exc}",
-        fix="choose a folder you can write to with --out DIR.",
-    )
-
-
-def _refuse_a_folder_without_a_job(root: Folder, resume: bool) -> None:
-    """Before writing anything (the lock file included): a folder without a manifest
-    must be empty but for a lock and temp files of a run that stopped at once."""
-    kinds = dict(root.entries())
-    if MANIFEST_FILE in kinds:
-        return
-    _refuse_foreign(root, kinds, has_manifest=False)
-    if resume:
-        raise ConfigurationError(
-            f"output folder {root.path} holds no job (no {MANIFEST_FILE}), so --resume has "
-            "nothing to continue",
-            fix="run without --resume to start the job in it.",
-        )
-
-
-def _refuse_foreign(root: Folder, kinds: dict[str, str], *, has_manifest: bool) -> None:
-    foreign = []
-    for name, kind in sorted(kinds.items()):
-        if _ROOT_TEMP.match(name) or (name == LOCK_FILE and kind == "file"):
-            continue
-        if has_manifest and (
-            (name in _ROOT_FILES and kind == "file") or (name in _ROOT_DIRS and kind == "dir")
-        ):
-            continue
-        foreign.append(f"{name} ({'a symlink' if kind == 'link' else kind})")
-    links = any(kind == "link" for kind in kinds.values())
-    if not has_manifest and not links and "dir" in (kinds.get(CHUNKS_DIR), kinds.get(ARRAYS_DIR)):
-        raise ConfigurationError(
-            f"output folder {root.path} holds {CHUNKS_DIR}/ or {ARRAYS_DIR}/ but no "
-            f"{MANIFEST_FILE}: without it, committed results cannot be told from "
-            "anything else, so nothing in it is used, deleted or overwritten",
-            fix=f"restore {MANIFEST_FILE} if it was deleted (then --resume continues), "
-            "or choose another folder with --out DIR.",
-        )
-    if foreign:
-        shown = ", ".join(foreign[:3]) + (", ..." if len(foreign) > 3 else "")
-        raise ConfigurationError(
-            f"output folder {root.path} holds {shown}, which vyre-async did not write"
-            + ("" if has_manifest else " (a new job's folder must be empty)"),
-            fix=_FOREIGN_FIX,
-        )
-
-
-def _lock(root: Folder) -> int:
-    """Take the folder's advisory lock; return its descriptor (closing it releases it)."""
-    try:
-        fd = os.open(
-            LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644, dir_fd=root.fd
-        )
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise NotPlainError(exc.errno, "a symlink", LOCK_FILE) from None
-        raise
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
-        os.close(fd)
-        pid = holder if holder.isdigit() else None
-        raise ConfigurationError(
-            f"output folder {root.path} is in use by another vyre-async run "
-            f"({f'pid {pid}' if pid else 'its pid is not recorded yet'})",
-            fix=f"wait for that run to end{f' or stop it (kill -TERM {pid})' if pid else ''}, "
-            "or choose another folder with --out DIR.",
-        ) from None
-    except BaseException:
-        os.close(fd)
-        raise
-    os.ftruncate(fd, 0)
-    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
-    return fd
-
-
-def _read_manifest(root: Folder) -> Manifest:
-    path = root.path / MANIFEST_FILE
-    data = root.read(MANIFEST_FILE)
-    try:
-        version = msgspec.json.decode(data, type=_Format).format
-    except (msgspec.DecodeError, msgspec.ValidationError):
-        version = None
-    if version is not None and version != FORMAT_VERSION:
-        raise ConfigurationError(
-            f"{path} is of format {version}; this vyre-async reads format {FORMAT_VERSION}",
-            fix="finish the job with the vyre-async version that started it, or start it "
-            "again in a new folder with --out DIR.",
-        )
-    try:
-        manifest = msgspec.json.decode(data, type=Manifest)
-    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-        raise ConfigurationError(
-            f"{path} is not a vyre-async manifest ({exc})",
-            fix="restore it from a backup, or choose another output folder with --out DIR.",
-        ) from None
-    for entry in manifest.chunks:
-        if not _CHUNK_NAME.match(entry.name):
-            raise _damaged(root.path, path, f"lists a chunk named {entry.name!r}")
-        odd = next((f.path for f in entry.files if not _ARRAY_PATH.match(f.path)), None)
-        if odd is not None:
-            raise _damaged(root.path, path, f"lists an array named {odd!r}")
-    return manifest
-
-
-def _check_same_job(
-    folder: Path, old: Manifest, fingerprint: str, total_items: int, resume: bool
-) -> None:
-    if not resume:
-        raise ConfigurationError(
-            f"output folder {folder} already holds job {old.job!r} "
-            f"({old.committed} of {old.total_items} items committed"
-            f"{', complete' if old.complete else ''})",
-            fix="pass --resume to continue it, or choose another folder with --out DIR "
-            "(or delete this one).",
-        )
-    if old.fingerprint != fingerprint:
-        raise ConfigurationError(
-            f"output folder {folder} holds job {old.job!r} with another graph or other "
-            f"workloads (fingerprint {old.fingerprint[:12]}, this job's {fingerprint[:12]})",
-            fix="resume with the job file that made it, or choose another folder with --out DIR.",
-        )
-    if old.total_items != total_items:
-        raise ConfigurationError(
-            f"output folder {folder} holds job {old.job!r} of {old.total_items} items; this "
-            f"job has {total_items} (the fingerprints agree, so {MANIFEST_FILE} was changed)",
-            fix="restore the manifest from a backup, or choose another folder with --out DIR.",
-        )
-
-
-def _new_writer(old: Manifest | None) -> str:
-    used = {old.writer} | {c.name[7:15] for c in old.chunks} if old is not None else set()
-    while (token := secrets.token_hex(4)) in used:
-        pass
-    return token
-
-
-def _classify(
-    folder: Path, chunks: Folder, arrays: Folder, manifest: Manifest | None
-) -> list[tuple[Folder, str, int | None]]:
-    """What the last writer left uncommitted, as ``(folder, name, item id of an array)``.
-
-    The last writer (the manifest's token) may have left the chunk it was committing
-    (the next in sequence, exactly) and arrays of items it had not committed, each
-    perhaps still under a temp name. Anything else unlisted is refused.
-
-    Raises:
-        ConfigurationError: A file that is neither committed nor the last writer's.
-    """
-    chunk_names = {c.name for c in manifest.chunks} if manifest else set()
-    array_names = (
-        {f.path.removeprefix(f"{ARRAYS_DIR}/") for c in manifest.chunks for f in c.files}
-        if manifest
-        else set()
-    )
-    temp = rf"(?:{re.escape(TEMP_PREFIX)}\d+-)?"
-    if manifest is not None:
-        next_chunk = re.escape(_chunk_name(len(manifest.chunks), manifest.writer))
-        own_chunk = re.compile(rf"^{temp}{next_chunk}$")
-        own_array = re.compile(rf"^{temp}(\d+)-{manifest.writer}\.npy$")
-    leftovers: list[tuple[Folder, str, int | None]] = []
-    for place, listed in ((chunks, chunk_names), (arrays, array_names)):
-        foreign = []
-        for name, kind in sorted(place.entries()):
-            if name in listed and kind == "file":
-                continue
-            if manifest is not None and kind != "dir":
-                if place is chunks and own_chunk.match(name):
-                    leftovers.append((place, name, None))
-                    continue
-                mine = own_array.match(name) if place is arrays else None
-                if mine is not None:
-                    leftovers.append((place, name, int(mine[1])))
-                    continue
-            foreign.append(f"{name} ({'a symlink' if kind == 'link' else kind})")
-        if foreign:
-            raise _foreign_in(folder, place, foreign)
-    return leftovers
-
-
-def _remove_leftovers(
-    folder: Path,
-    arrays: Folder,
-    leftovers: list[tuple[Folder, str, int | None]],
-    committed: npt.NDArray[np.bool_],
-) -> None:
-    """Delete what the last writer left uncommitted (after the folder was verified).
-
-    Raises:
-        ConfigurationError: A "leftover" array of a committed item: no run leaves one.
-    """
-    stray = [
-        f"{name} (item {item} is committed)"
-        for _, name, item in leftovers
-        if item is not None and item < committed.size and committed[item]
-    ]
-    if stray:
-        raise _foreign_in(folder, arrays, stray)
-    for place, name, item in leftovers:
-        if item is None:
-            _log.warning("removing_uncommitted_chunk", file=str(place.path / name))
-        place.remove(name)
-    arrays_removed = sum(item is not None for _, _, item in leftovers)
-    if arrays_removed:
-        _log.info("removing_uncommitted_arrays", files=arrays_removed)
-
-
-def _foreign_in(folder: Path, place: Folder, names: list[str]) -> ConfigurationError:
-    shown = ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
-    return ConfigurationError(
-        f"output folder {folder}: {place.path.name}/ holds {shown}, which the manifest "
-        "does not commit and the last run did not write",
-        fix=_FOREIGN_FIX,
-    )
-
-
-# ------------------------------------------------------------------ verifying a folder
-def _damaged(folder: Path, file: Path, what: str) -> ConfigurationError:
-    return ConfigurationError(
-        f"{file} {what}; the output folder {folder} was changed by something other than "
-        "vyre-async since it was committed",
-        fix="restore the file from a backup (then --resume continues), or start the job "
-        "again in a new folder with --out DIR; nothing in this folder was changed.",
-    )
-
-
-def _read_chunk(folder: Path, chunks: Folder, entry: ChunkEntry) -> bytes:
-    """A committed chunk's bytes, checked against its size and checksum."""
-    path = chunks.path / entry.name
-    if not _CHUNK_NAME.match(entry.name):
-        raise _damaged(folder, folder / MANIFEST_FILE, f"lists a chunk named {entry.name!r}")
-    try:
-        data = chunks.read(entry.name)
-    except NotPlainError as exc:
-        raise _damaged(folder, path, f"is {exc.strerror}") from None
-    except FileNotFoundError:
-        raise _damaged(folder, path, "is missing") from None
-    if len(data) != entry.bytes or hashlib.sha256(data).hexdigest() != entry.sha256:
-        raise _damaged(folder, path, "does not match the size and checksum the manifest recorded")
-    return data
-
-
-def _verify(
-    folder: Path, chunks: Folder, arrays: Folder, manifest: Manifest
-) -> npt.NDArray[np.bool_]:
-    """Check every committed chunk and array; return the committed flags.
-
-    Raises:
-        ConfigurationError: Naming the first file that is missing, differs from its
-            checksum, or holds records that are invalid, repeated or out of range.
-    """
-    done = np.zeros(manifest.total_items, dtype=bool)
-    for entry in manifest.chunks:
-        path = chunks.path / entry.name
-        try:
-            records = _record_decoder.decode_lines(_read_chunk(folder, chunks, entry))
-        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-            raise _damaged(folder, path, f"does not hold valid records ({exc})") from None
-        failed = sum(not r.ok for r in records)
-        if len(records) != entry.records or failed != entry.failed:
-            raise _damaged(folder, path, "holds other record counts than the manifest lists")
-        ids = np.fromiter((r.id for r in records), dtype=np.int64, count=len(records))
-        if ids.size and (ids.min() < 0 or ids.max() >= done.size):
-            raise _damaged(folder, path, f"names an item outside 0..{done.size - 1}")
-        if np.unique(ids).size != ids.size or done[ids].any():
-            raise _damaged(folder, path, "repeats an item that is committed already")
-        done[ids] = True
-        named = sorted(r.array for r in records if r.array is not None)
-        if named != sorted(f.path for f in entry.files):
-            raise _damaged(folder, path, "names other array files than the manifest lists")
-        for file in entry.files:
-            _verify_array(folder, arrays, file)
-    if manifest.complete != (manifest.committed == manifest.total_items):
-        raise _damaged(
-            folder,
-            folder / MANIFEST_FILE,
-            f"says complete={manifest.complete} with {manifest.committed} of "
-            f"{manifest.total_items} items committed",
-        )
-    return done
-
-
-def _verify_array(folder: Path, arrays: Folder, file: FileEntry) -> None:
-    match = _ARRAY_PATH.match(file.path)
-    if match is None:
-        raise _damaged(folder, folder / MANIFEST_FILE, f"lists an array named {file.path!r}")
-    path = folder / file.path
-    try:
-        size, sha256 = arrays.digest(match[1])
-    except NotPlainError as exc:
-        raise _damaged(folder, path, f"is {exc.strerror}") from None
-    except FileNotFoundError:
-        raise _damaged(folder, path, "is missing") from None
-    if (size, sha256) != (file.bytes, file.sha256):
-        raise _damaged(folder, path, "does not match the size and checksum the manifest recorded")
-
-
 def read_records(folder: str | os.PathLike[str]) -> Iterator[ItemRecord]:
     """The committed records of a job's output folder, in commit order.
 
@@ -692,7 +370,7 @@ def read_records(folder: str | os.PathLike[str]) -> Iterator[ItemRecord]:
         ) from None
     with contextlib.closing(root):
         try:
-            manifest = _read_manifest(root)
+            manifest = read_manifest(root)
         except OSError as exc:
             raise ConfigurationError(
                 f"{root_path} holds no readable job manifest ({exc.strerror or exc})",
@@ -703,14 +381,14 @@ def read_records(folder: str | os.PathLike[str]) -> Iterator[ItemRecord]:
         try:
             chunks = root.subfolder(CHUNKS_DIR, create=False)
         except OSError as exc:
-            raise _damaged(root_path, root_path / CHUNKS_DIR, f"cannot be read ({exc})") from None
+            raise damaged(root_path, root_path / CHUNKS_DIR, f"cannot be read ({exc})") from None
         with contextlib.closing(chunks):
             for entry in manifest.chunks:
-                data = _read_chunk(root_path, chunks, entry)
+                data = read_chunk(root_path, chunks, entry)
                 try:
-                    records = _record_decoder.decode_lines(data)
+                    records = record_decoder.decode_lines(data)
                 except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-                    raise _damaged(
+                    raise damaged(
                         root_path, chunks.path / entry.name, f"does not hold valid records ({exc})"
                     ) from None
                 yield from records
