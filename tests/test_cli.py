@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -94,3 +96,63 @@ def test_run_on_cuda_without_a_gpu_exits_1_with_a_fix(
     job = write_job(tmp_path, [{"kind": "reach", "sources": [0]}])
     assert main(["run", str(job), "--backend", "cuda"]) == 1
     assert "Fix:" in capsys.readouterr().err
+
+
+def _edit(job: Path, change: Callable[[dict[str, Any]], None]) -> Path:
+    data = json.loads(job.read_text())
+    change(data)
+    job.write_text(json.dumps(data))
+    return job
+
+
+def _edge_list_graph(data: dict[str, Any]) -> None:
+    data["graph"] = {"kind": "edges", "path": "g.txt"}
+
+
+REFUSED_BY_VALIDATE: dict[str, tuple[Callable[[dict[str, Any]], None], str]] = {
+    "a graph file that does not exist": (
+        lambda d: d.update(graph={"kind": "edges", "path": "none.txt"}),
+        "$.graph.path",
+    ),
+    "a source beyond R-MAT's vertices": (
+        lambda d: d["workload"][0].update(sources=[0, 256]),
+        "$.workload[0].sources[1]: vertex 256 is out of range for a graph of 256 vertices",
+    ),
+    "a source beyond an edge list's vertices": (
+        lambda d: (_edge_list_graph(d), d["workload"][0].update(sources=[3])),
+        "$.workload[0].sources[0]: vertex 3 is out of range for a graph of 3 vertices",
+    ),
+    "an output folder outside the job's": (
+        lambda d: d["output"].update(dir="../elsewhere"),
+        "$.output.dir",
+    ),
+}
+
+
+@pytest.mark.parametrize(("change", "says"), REFUSED_BY_VALIDATE.values(), ids=REFUSED_BY_VALIDATE)
+def test_validate_refuses_what_run_would_refuse_before_starting(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    change: Callable[[dict[str, Any]], None],
+    says: str,
+) -> None:
+    """validate exits 2 with the message run gives, and neither creates an output folder."""
+    job = _edit(write_job(tmp_path, [{"kind": "reach", "sources": [0]}]), change)
+    (tmp_path / "g.txt").write_text("0 1\n1 2\n")
+    assert main(["validate", str(job)]) == 2
+    validate_err = capsys.readouterr().err
+    assert says in validate_err
+    assert "Fix:" in validate_err
+    assert main(["run", str(job)]) == 2
+    assert says in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+    assert not (tmp_path.parent / "elsewhere").exists()
+
+
+def test_validate_of_a_file_without_output_says_run_needs_out(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No [output]: valid, and the line says to run it with --out DIR."""
+    job = _edit(write_job(tmp_path, [{"kind": "reach", "sources": [0]}]), lambda d: d.pop("output"))
+    assert main(["validate", str(job)]) == 0
+    assert "run it with --out DIR" in capsys.readouterr().out

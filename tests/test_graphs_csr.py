@@ -296,12 +296,14 @@ def test_graphs_all_is_sorted_and_complete() -> None:
     assert graphs.__all__ == sorted(graphs.__all__)
     assert set(graphs.__all__) == {
         "CsrGraph",
+        "GraphFileHeader",
         "RmatParams",
         "VertexIds",
         "load_edge_list",
         "load_graph",
         "load_matrix_market",
         "load_npz",
+        "read_graph_header",
         "rmat",
         "rmat_edges",
         "rmat_params",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ from vyre_async.graphs import (
     load_graph,
     load_matrix_market,
     load_npz,
+    read_graph_header,
     save_npz,
 )
 
@@ -263,7 +265,7 @@ def test_malformed_npz_files_raise_naming_the_file(tmp_path: Path) -> None:
             tmp_path / "object.npz",
             offsets=np.array([0, 0], dtype=object),
             indices=np.zeros(0, np.int32),
-        ): "not a readable .npz archive",
+        ): "holds Python objects, which are never unpickled",
         write_archive(
             tmp_path / "bad.npz",
             offsets=np.array([0, 2, 1], np.int32),
@@ -302,3 +304,63 @@ def test_load_graph_kind_overrides_suffix_and_rejects_unknown(tmp_path: Path) ->
     assert load_graph(path, kind="matrix_market").num_vertices == 2
     with pytest.raises(ValueError, match="unknown graph file kind"):
         load_graph(path, kind="graphml")  # type: ignore[arg-type]
+
+
+def test_read_graph_header_gives_the_counts_loading_finds(
+    tmp_path: Path, rng: np.random.Generator
+) -> None:
+    """Matrix Market, .npz and a scanned edge list: the header's counts = the loaded graph's."""
+    src, dst, _ = distinct_edges(rng, 50, 200)
+    edges = tmp_path / "g.txt"
+    edges.write_text("".join(f"{s} {d}\n" for s, d in zip(src, dst, strict=True)))
+    matrix = scipy.sparse.coo_array((np.ones(src.size), (src, dst)), shape=(60, 60))
+    scipy.io.mmwrite(tmp_path / "g.mtx", matrix)
+    save_npz(load_edge_list(edges), tmp_path / "g.npz")
+    for path, kind in ((edges, None), (tmp_path / "g.mtx", None), (tmp_path / "g.npz", None)):
+        header = read_graph_header(path, kind, scan_edge_list=True)
+        graph = load_graph(path)
+        assert header.num_vertices == graph.num_vertices
+        assert header.num_edges == graph.num_edges == 200
+        assert header.nbytes is not None
+        assert header.nbytes >= graph.nbytes
+        assert header.file_bytes == path.stat().st_size
+    assert read_graph_header(edges).num_vertices is None  # not scanned: no header to read
+
+
+def test_a_graph_above_the_memory_limit_is_refused_with_the_numbers(tmp_path: Path) -> None:
+    """memory_limit below the estimate: ValidationError with both sizes, for every format."""
+    path = tmp_path / "g.txt"
+    path.write_text("0 1\n1 2\n")
+    save_npz(load_edge_list(path), tmp_path / "g.npz")
+    (tmp_path / "g.mtx").write_text(
+        "%%MatrixMarket matrix coordinate pattern general\n3 3 2\n1 2\n2 3\n"
+    )
+    for name in ("g.txt", "g.mtx", "g.npz"):
+        with pytest.raises(ValidationError, match=r"needs about .* more than the 0 MiB.*Fix:"):
+            load_graph(tmp_path / name, memory_limit=10)
+        assert load_graph(tmp_path / name, memory_limit=1 << 30).num_vertices == 3
+
+
+def test_without_quoting_an_error_names_the_line_but_shows_none_of_it(tmp_path: Path) -> None:
+    """quote_lines=False: the file and line are named, the line's text is not."""
+    path = tmp_path / "g.txt"
+    path.write_text("0 1\nsecret-words here\n")
+    with pytest.raises(ValidationError, match="secret-words"):
+        load_edge_list(path)
+    with pytest.raises(ValidationError) as info:
+        load_edge_list(path, quote_lines=False)
+    assert "line 2" in str(info.value)
+    assert "secret" not in str(info.value)
+
+
+def test_only_regular_files_are_read_and_long_lines_refused(tmp_path: Path) -> None:
+    """A FIFO, /dev/zero and a 100 KB line: ValidationError at once, nothing read past that."""
+    fifo = tmp_path / "fifo.txt"
+    os.mkfifo(fifo)
+    zero = tmp_path / "zero.txt"
+    zero.symlink_to("/dev/zero")
+    long_line = tmp_path / "long.txt"
+    long_line.write_text("1 " * 50_000)
+    for path, says in ((fifo, "FIFO"), (zero, "character device"), (long_line, "longer than")):
+        with pytest.raises(ValidationError, match=says):
+            load_graph(path)

@@ -1,16 +1,20 @@
-"""The runner in child processes: kill -9 at random moments, SIGTERM drains, resumes."""
+"""The runner in child processes: kill -9 at random moments, signals at any moment, resumes."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import queue
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import numpy as np
+from graph_references import scipy_levels
 from job_files import expected_reach, random_sources, rmat_graph, write_job
 
 from vyre_async.jobs import ItemRecord, read_records
@@ -28,8 +32,12 @@ def _job(folder: Path) -> Path:
     )
 
 
-def _start(job: Path, out: Path, *, resume: bool, delay: float) -> subprocess.Popen[str]:
+def _start(
+    job: Path, out: Path, *, resume: bool, delay: float, **hooks: float
+) -> subprocess.Popen[str]:
+    """job_child.py on ``job``; ``hooks`` set its other VYRE_TEST_* variables."""
     env = {**os.environ, "VYRE_TEST_BLOCK_DELAY": str(delay), "PYTHONPATH": _pythonpath()}
+    env.update({f"VYRE_TEST_{name.upper()}": str(value) for name, value in hooks.items()})
     args = [sys.executable, str(CHILD), str(job), str(out)] + (["--resume"] if resume else [])
     return subprocess.Popen(  # noqa: S603 - this repository's own child script
         args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
@@ -42,10 +50,10 @@ def _pythonpath() -> str:
 
 
 def _finish(job: Path, out: Path) -> dict[str, object]:
-    child = _start(job, out, resume=True, delay=0.0)
+    child = _start(job, out, resume=(out / "manifest.json").exists(), delay=0.0)
     stdout, stderr = child.communicate(timeout=120)
     assert child.returncode == 0, stderr
-    summary: dict[str, object] = json.loads(stdout)
+    summary: dict[str, object] = json.loads(stdout.splitlines()[-1])  # after any log lines
     return summary
 
 
@@ -86,8 +94,9 @@ def test_kill_9_at_random_moments_then_resume_commits_every_item_exactly_once(
     _check_exactly_once(want)
 
     out = tmp_path / "killed"
-    for round_ in range(4):
-        child = _start(job, out, resume=round_ > 0, delay=0.005)
+    for _ in range(4):
+        # A kill before the first manifest leaves no job to resume: start it again then.
+        child = _start(job, out, resume=(out / "manifest.json").exists(), delay=0.005)
         time.sleep(float(rng.uniform(0.2, 1.5)))  # a random kill point, not a timing check
         child.kill()
         child.communicate(timeout=60)
@@ -113,7 +122,7 @@ def test_sigterm_drains_commits_and_exits_143_with_how_to_resume(tmp_path: Path)
     assert child.returncode == 143, stderr
     assert "SIGTERM" in stderr
     assert "finishing in-flight work" in stderr
-    summary = json.loads(stdout)
+    summary = json.loads(stdout.splitlines()[-1])
     assert summary["status"] == "interrupted"
     assert "--resume" in summary["message"]
     first = list(read_records(out))
@@ -140,3 +149,191 @@ def test_a_second_signal_exits_at_once_and_leaves_committed_output_intact(tmp_pa
     assert len({r.id for r in first}) == len(first)
     _finish(job, out)
     _check_exactly_once(list(read_records(out)))
+
+
+def _lines(stream: object) -> queue.SimpleQueue[str]:
+    """The lines of a child's pipe, as they come (read by a thread)."""
+    lines: queue.SimpleQueue[str] = queue.SimpleQueue()
+
+    def read() -> None:
+        for line in stream:  # type: ignore[attr-defined]
+            lines.put(line)
+        lines.put("")
+
+    threading.Thread(target=read, daemon=True).start()
+    return lines
+
+
+def _close(child: subprocess.Popen[str], lines: queue.SimpleQueue[str]) -> str:
+    """Wait for the child, read its standard error to the end, close its pipes."""
+    child.wait(timeout=60)
+    seen: list[str] = []
+    _wait_for_line(lines, "", seen)  # the end of the stream
+    for stream in (child.stdout, child.stderr):
+        if stream is not None:
+            stream.close()
+    return "".join(seen)
+
+
+def _wait_for_line(lines: queue.SimpleQueue[str], wanted: str, seen: list[str]) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            line = lines.get(timeout=max(0.0, deadline - time.monotonic()))
+        except queue.Empty:
+            break
+        seen.append(line)
+        if wanted in line:
+            return
+        if not line:
+            break
+    raise AssertionError(f"the child never printed {wanted!r}: {''.join(seen)[-2000:]}")
+
+
+def _snapshot(folder: Path) -> dict[str, str]:
+    return {
+        str(p.relative_to(folder)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and p.name != ".lock"
+    }
+
+
+def test_past_the_drain_deadline_what_is_done_is_committed_without_waiting_for_threads(
+    tmp_path: Path,
+) -> None:
+    """SIGTERM while blocks wait 60 s in threads, drain_timeout_s = 1: exit 143 long before."""
+    job = write_job(
+        tmp_path,
+        [{"kind": "reach", "sources": {"random": ITEMS, "seed": 2}}],
+        batching={"max_batch": 8},
+        output={"commit_items": 24, "commit_interval_s": 0.02},
+        limits={"drain_timeout_s": 1.0},
+    )
+    out = tmp_path / "out"
+    child = _start(job, out, resume=False, delay=0.01, stall_after=6, stall_s=60.0)
+    _wait_for_a_commit(out, child)
+    time.sleep(0.3)  # let the workers reach the stalled blocks; not a timing check
+    child.send_signal(signal.SIGTERM)
+    try:
+        stdout, stderr = child.communicate(timeout=30)  # the stalled threads would take 60 s
+    except subprocess.TimeoutExpired:
+        child.kill()
+        child.communicate()
+        raise
+    assert child.returncode == 143, stderr
+    assert "job_drain_deadline_passed" in stderr
+    assert "Traceback" not in stderr
+    summary = json.loads(stdout.splitlines()[-1])
+    assert summary["status"] == "interrupted"
+    first = list(read_records(out))
+    assert summary["items_committed"] == len(first) > 0
+    assert len({r.id for r in first}) == len(first)
+    _finish(job, out)
+    _check_exactly_once(list(read_records(out)))
+
+
+def _sigterm_caught(pid: int) -> bool:
+    """Whether the process has a handler for SIGTERM (its /proc status says so)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("SigCgt:"):
+            return bool(int(line.split()[1], 16) & (1 << (signal.SIGTERM - 1)))
+    return False
+
+
+def test_a_signal_at_any_moment_from_the_start_ends_cleanly_and_leaves_a_resumable_folder(
+    tmp_path: Path, rng: np.random.Generator
+) -> None:
+    """The console script, signalled during import, graph load, verification or the run:
+    exit 130/143 (or 0 if it finished), never a traceback; then the job completes exactly once."""
+    job = _job(tmp_path)
+    out = tmp_path / "out"
+    env = {**os.environ, "PYTHONPATH": _pythonpath()}
+    for round_ in range(6):
+        signum = (signal.SIGINT, signal.SIGTERM)[round_ % 2]
+        args = [sys.executable, "-m", "_vyre_async_entry", "run", str(job), "--out", str(out)]
+        if (out / "manifest.json").exists():
+            args.append("--resume")
+        child = subprocess.Popen(  # noqa: S603 - this repository's own console script
+            args, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        # From the moment the first handler is in place (before vyre_async is imported):
+        # what comes before is the interpreter's own start-up.
+        deadline = time.monotonic() + 30
+        while not _sigterm_caught(child.pid) and time.monotonic() < deadline:
+            time.sleep(0.001)
+        # First while vyre_async is being imported, then at random moments.
+        time.sleep(0.0 if round_ == 0 else float(rng.uniform(0.0, 0.8)))
+        child.send_signal(signum)
+        _, stderr = child.communicate(timeout=60)
+        assert child.returncode in (0, 128 + signum), stderr
+        assert "Traceback" not in stderr
+        assert "KeyboardInterrupt" not in stderr
+        if (out / "manifest.json").exists():
+            records = list(read_records(out))
+            assert len({r.id for r in records}) == len(records)
+    _finish(job, out)
+    _check_exactly_once(list(read_records(out)))
+
+
+def test_a_signal_while_the_summary_is_written_after_a_drain_ends_the_run_cleanly(
+    tmp_path: Path,
+) -> None:
+    """SIGTERM drains; another SIGTERM as the summary is written: exit 143 with a message."""
+    job = _job(tmp_path)
+    out = tmp_path / "out"
+    child = _start(job, out, resume=False, delay=0.02, summary_delay=5.0)
+    lines = _lines(child.stderr)
+    _wait_for_a_commit(out, child)
+    child.send_signal(signal.SIGTERM)
+    seen: list[str] = []
+    _wait_for_line(lines, "writing summary", seen)
+    child.send_signal(signal.SIGTERM)
+    child.wait(timeout=30)  # the summary's 5 s would run out first without the handler
+    stderr = "".join(seen) + _close(child, lines)
+    assert child.returncode == 143, stderr
+    assert "exiting now" in stderr
+    assert "Traceback" not in stderr
+    first = list(read_records(out))
+    assert len({r.id for r in first}) == len(first)
+    _finish(job, out)
+    _check_exactly_once(list(read_records(out)))
+
+
+def test_kill_9_during_the_checksum_verification_of_a_resume_loses_and_changes_nothing(
+    tmp_path: Path, rng: np.random.Generator
+) -> None:
+    """A levels job stopped part way; its resume killed while verifying arrays: the folder is
+    byte for byte as before, and the next resume completes with every item once."""
+    job = write_job(
+        tmp_path,
+        [{"kind": "bfs", "readback": "levels", "sources": {"random": 300, "seed": 2}}],
+        batching={"max_batch": 8},
+        output={"commit_items": 16, "commit_interval_s": 0.02},
+    )
+    out = tmp_path / "out"
+    child = _start(job, out, resume=False, delay=0.1)
+    _wait_for_a_commit(out, child)
+    time.sleep(0.3)  # some more commits; not a timing check
+    child.send_signal(signal.SIGTERM)
+    _, stderr = child.communicate(timeout=60)
+    assert child.returncode == 143, stderr
+    before = _snapshot(out)
+    assert any(name.startswith("arrays/") for name in before)
+    child = _start(job, out, resume=True, delay=0.0, verify_delay=0.02)
+    lines = _lines(child.stderr)
+    _wait_for_line(lines, "verifying", [])
+    time.sleep(float(rng.uniform(0.0, 0.5)))  # a random point of the verification
+    child.kill()
+    _close(child, lines)
+    assert _snapshot(out) == before
+    child = _start(job, out, resume=True, delay=0.0)
+    _, stderr = child.communicate(timeout=120)
+    assert child.returncode == 0, stderr
+    records = list(read_records(out))
+    assert sorted(r.id for r in records) == list(range(300))
+    graph = rmat_graph()
+    sources = random_sources(300, 2, graph.num_vertices)
+    for record in rng.choice(np.array(records, dtype=object), 20, replace=False):
+        assert record.array is not None
+        levels = np.load(out / record.array)
+        assert np.array_equal(levels, scipy_levels(graph, sources[record.id]))

@@ -18,6 +18,7 @@ from . import errors as errors
 from . import graphs as graphs
 from . import jobs as jobs
 from . import kernels as kernels
+from ._version import __version__ as __version__
 from .backends import Backend as Backend
 from .backends import BackendState as BackendState
 from .backends import CpuBackend as CpuBackend
@@ -50,8 +51,6 @@ from .streams import TimedResult as TimedResult
 from .telemetry import Activity as Activity
 from .telemetry import TelemetrySnapshot as TelemetrySnapshot
 from .telemetry import to_prometheus_text as to_prometheus_text
-
-__version__ = "0.1.0"
 
 __all__ = [
     "Activity",

@@ -33,10 +33,11 @@ from .jobs import (
     JobRunner,
     JobSummary,
     backend_unavailable_reason,
+    check_job,
     load_job,
     serve_metrics,
-    total_items,
 )
+from .jobs._signals import exiting_at_once_on_signals
 from .kernels._cache import cache_root
 from .kernels._nvrtc import nvrtc_version
 from .logging import configure_logging
@@ -106,6 +107,7 @@ def _run(args: argparse.Namespace) -> int:
             handle_signals=True,
             progress_stream=bar,
             metrics=metrics,
+            report=lambda summary: _print_summary(summary, args),
         )
         with (
             serve_metrics(metrics, args.metrics_port, args.metrics_host)
@@ -121,18 +123,21 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _validate(files: list[str]) -> int:
-    """Check each file; report every failure, exit 0 only when all pass."""
+    """Check each file as a run would before it starts work; report every failure and
+    exit 0 only when all pass."""
     failed = 0
     for file in files:
         try:
             spec = load_job(file)
+            check = check_job(spec, file, scan_edge_list=True)
         except VyreError as exc:
             print(f"vyre-async: {exc}", file=sys.stderr)
             failed += 1
             continue
+        notes = "; no [output] dir: run it with --out DIR" if check.folder is None else ""
         print(
             f"{file}: valid job {spec.job.name!r}, {len(spec.workload)} workload(s), "
-            f"{total_items(spec)} item(s)"
+            f"{check.items} item(s){notes}"
         )
     if failed and len(files) > 1:
         print(f"vyre-async: {failed} of {len(files)} job files are not valid", file=sys.stderr)
@@ -183,7 +188,16 @@ def _add_logging_options(parser: argparse.ArgumentParser, default: object) -> No
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``vyre-async``; returns the process exit code."""
+    """Entry point of ``vyre-async``; returns the process exit code.
+
+    SIGINT and SIGTERM end it at once with a message and exit code 130/143, except
+    while a job's items run (then the first one drains them; see :class:`JobRunner`).
+    """
+    with exiting_at_once_on_signals():
+        return _main(argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     summary, _, details = _help_text(__doc__).partition("\n\n")
     parser = argparse.ArgumentParser(
         prog="vyre-async",

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import datetime
 import logging
+import os
 import queue
 import sys
 import threading
@@ -297,7 +298,8 @@ class JsonLogFile:
 
     def open(self) -> None:
         """Open the file and start copying events to it."""
-        self._file = open(self._path, "ab")  # noqa: SIM115 - closed by the writer thread
+        # Never through a symlink: the file lives in a job's output folder.
+        self._file = open(self._path, "ab", opener=_no_follow)  # noqa: SIM115 - the writer closes it
         self._thread.start()
         _json_files.append(self._entry)
 
@@ -321,6 +323,10 @@ class JsonLogFile:
                 else:
                     return
                 self._file.flush()
+
+
+def _no_follow(path: str, flags: int) -> int:
+    return os.open(path, flags | os.O_NOFOLLOW, 0o644)
 
 
 def get_logger(name: str) -> LibraryLogger:

@@ -11,8 +11,10 @@ Example:
 """
 
 from ._csr import CsrGraph as CsrGraph
+from ._header import GraphFileHeader as GraphFileHeader
 from ._io import load_edge_list as load_edge_list
 from ._io import load_graph as load_graph
+from ._io import read_graph_header as read_graph_header
 from ._mtx import load_matrix_market as load_matrix_market
 from ._npz import load_npz as load_npz
 from ._npz import save_npz as save_npz
@@ -25,12 +27,14 @@ from ._vertex_ids import VertexIds as VertexIds
 
 __all__ = [
     "CsrGraph",
+    "GraphFileHeader",
     "RmatParams",
     "VertexIds",
     "load_edge_list",
     "load_graph",
     "load_matrix_market",
     "load_npz",
+    "read_graph_header",
     "rmat",
     "rmat_edges",
     "rmat_params",

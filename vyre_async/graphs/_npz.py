@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import tempfile
 import zipfile
@@ -12,9 +13,12 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from .._files import open_regular
+from .._memory import check_host_memory
 from ..errors import ValidationError
 from ._csr import CsrGraph
-from ._text import StrPath
+from ._header import GraphFileHeader
+from ._text import StrPath, excerpt, unreadable
 
 _REQUIRED = frozenset({"offsets", "indices"})
 _KNOWN = _REQUIRED | {"weights", "symmetric"}
@@ -56,35 +60,37 @@ def save_npz(graph: CsrGraph, path: StrPath) -> Path:
     return target
 
 
-def load_npz(path: StrPath) -> CsrGraph:
+def load_npz(
+    path: StrPath, *, memory_limit: int | None = None, quote_lines: bool = True
+) -> CsrGraph:
     """Read a graph written by :func:`save_npz` (never unpickling anything).
+
+    Every array's ``.npy`` header is read first: an archive whose headers declare
+    more data than its members hold, or a graph needing more than ``memory_limit``,
+    is refused before any array is read.
 
     Args:
         path: The ``.npz`` file.
+        memory_limit: Host bytes the graph may need; default: what the machine has.
+        quote_lines: Whether an error may quote the file's first bytes.
 
     Returns:
         The graph, validated as on construction.
 
     Raises:
-        ValidationError: The file is not such an archive, lacks an array, or its
-            arrays break the CSR rules; the message names the file.
+        ValidationError: The file is not such an archive, lacks an array, declares
+            more than it holds or more than ``memory_limit``, or its arrays break
+            the CSR rules; the message names the file.
     """
     name = os.fspath(path)
-    arrays = _read_arrays(path)
-    keys = set(arrays)
-    if keys >= _SCIPY_KEYS:
-        raise ValidationError(
-            f"{name} is a scipy.sparse.save_npz file, not a graph archive",
-            fix="load it with scipy.sparse.load_npz and pass its indptr and indices "
-            "to CsrGraph, or convert it once with save_npz.",
-        )
-    missing, unknown = _REQUIRED - keys, keys - _KNOWN
-    if missing or unknown:
-        raise ValidationError(
-            f"{name} has arrays {sorted(keys)}; missing {sorted(missing)}, "
-            f"unexpected {sorted(unknown)}",
-            fix=_FIX,
-        )
+    header = npz_header(path, quote_lines=quote_lines)
+    check_host_memory(
+        header.nbytes or 0,
+        f"{name}: a graph of {header.num_vertices:,} vertices and {header.num_edges:,} edges",
+        fix="load a smaller graph, or run on a machine with more memory.",
+        limit=memory_limit,
+    )
+    arrays = _read_arrays(path, quote_lines)
     symmetric = arrays.pop("symmetric", np.array(False))
     if symmetric.shape != () or symmetric.dtype != np.bool_:
         raise ValidationError(
@@ -100,19 +106,110 @@ def load_npz(path: StrPath) -> CsrGraph:
         raise ValidationError(f"{name}: {err.what}", fix=err.fix) from err
 
 
-def _read_arrays(path: StrPath) -> dict[str, npt.NDArray[Any]]:
+def npz_header(path: StrPath, *, quote_lines: bool = True) -> GraphFileHeader:
+    """The array headers of a graph archive (see :func:`read_graph_header`).
+
+    Raises:
+        ValidationError: Not a readable regular file, not a graph archive, an array
+            header that is bad or declares more data than its member holds.
+    """
     name = os.fspath(path)
     try:
-        with open(path, "rb") as file:
+        with open_regular(path) as file:
+            file_bytes = os.fstat(file.fileno()).st_size
             head = file.read(4)
-        if not head.startswith(b"PK"):  # every zip archive, so every .npz, starts so
-            raise ValidationError(
-                f"{name} is not a .npz archive: it starts with {head!r}, not a zip header",
-                fix=_FIX,
-            )
-        with np.load(path, allow_pickle=False) as archive:
+            if not head.startswith(b"PK"):  # every zip archive, so every .npz, starts so
+                shown = f": it starts with {head!r}, not a zip header" if quote_lines else ""
+                raise ValidationError(f"{name} is not a .npz archive{shown}", fix=_FIX)
+            file.seek(0)
+            with zipfile.ZipFile(file) as archive:
+                members = archive.namelist()
+                odd = next((m for m in members if not m.endswith(".npy")), None)
+                if odd is not None:
+                    shown = f" {excerpt(odd.encode())!r}," if quote_lines else ""
+                    raise ValidationError(
+                        f"{name} holds a member{shown} that is not a .npy array", fix=_FIX
+                    )
+                _check_keys(name, {m.removesuffix(".npy") for m in members}, quote_lines)
+                shapes = {
+                    m.removesuffix(".npy"): _member_header(name, archive, archive.getinfo(m))
+                    for m in members
+                }
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as err:
+        if isinstance(err, OSError) and not isinstance(err, zipfile.BadZipFile):
+            raise unreadable(path, err) from err
+        detail = f": {err}" if quote_lines else ""
+        raise ValidationError(f"{name} is not a readable .npz archive{detail}", fix=_FIX) from err
+    num_vertices = max(_count(shapes["offsets"][0]) - 1, 0)
+    num_edges = _count(shapes["indices"][0])
+    declared = sum(_count(shape) * itemsize for shape, itemsize in shapes.values())
+    # The arrays, then validation's temporaries (about as much again).
+    nbytes = 2 * declared + 8 * num_vertices
+    return GraphFileHeader(num_vertices, num_edges, nbytes, file_bytes)
+
+
+def _member_header(
+    name: str, archive: zipfile.ZipFile, info: zipfile.ZipInfo
+) -> tuple[tuple[int, ...], int]:
+    """``(shape, itemsize)`` from a member's ``.npy`` header, checked against its size."""
+    if not info.filename.endswith(".npy"):
+        raise ValidationError(
+            f"{name} holds {info.filename!r}, which is not a .npy array", fix=_FIX
+        )
+    with archive.open(info) as member:
+        version = np.lib.format.read_magic(member)
+        if version == (1, 0):
+            shape, _, dtype = np.lib.format.read_array_header_1_0(member)
+        elif version == (2, 0):
+            shape, _, dtype = np.lib.format.read_array_header_2_0(member)
+        else:
+            raise ValueError(f"{info.filename}: .npy format version {version} is not supported")
+        header_bytes = member.tell()
+    if dtype.hasobject:
+        raise ValidationError(
+            f"{name}: {info.filename} holds Python objects, which are never unpickled", fix=_FIX
+        )
+    data_bytes = _count(shape) * dtype.itemsize
+    if header_bytes + data_bytes != info.file_size:
+        raise ValidationError(
+            f"{name}: the header of {info.filename} declares {_count(shape):,} items "
+            f"({data_bytes:,} bytes) but the member holds {info.file_size - header_bytes:,} "
+            "bytes of data",
+            fix=_FIX,
+        )
+    return shape, dtype.itemsize
+
+
+def _count(shape: tuple[int, ...]) -> int:
+    return math.prod(shape)
+
+
+def _check_keys(name: str, keys: set[str], quote: bool) -> None:
+    if keys >= _SCIPY_KEYS:
+        raise ValidationError(
+            f"{name} is a scipy.sparse.save_npz file, not a graph archive",
+            fix="load it with scipy.sparse.load_npz and pass its indptr and indices "
+            "to CsrGraph, or convert it once with save_npz.",
+        )
+    missing, unknown = _REQUIRED - keys, keys - _KNOWN
+    if missing or unknown:
+        show = (
+            (lambda names: str([excerpt(k.encode()) for k in sorted(names)[:8]])) if quote else len
+        )
+        problems = [f"missing {sorted(missing)}"] if missing else []
+        if unknown:
+            problems.append(f"unexpected {show(unknown)}")
+        raise ValidationError(f"{name} has arrays {show(keys)}; {', '.join(problems)}", fix=_FIX)
+
+
+def _read_arrays(path: StrPath, quote: bool) -> dict[str, npt.NDArray[Any]]:
+    """The archive's arrays (their headers were checked by :func:`npz_header`)."""
+    name = os.fspath(path)
+    try:
+        with open_regular(path) as file, np.load(file, allow_pickle=False) as archive:
             if isinstance(archive, np.lib.npyio.NpzFile):
                 return {key: archive[key] for key in archive.files}
     except (OSError, ValueError, EOFError, zipfile.BadZipFile) as err:
-        raise ValidationError(f"{name} is not a readable .npz archive: {err}", fix=_FIX) from err
+        detail = f": {err}" if quote else ""
+        raise ValidationError(f"{name} is not a readable .npz archive{detail}", fix=_FIX) from err
     raise ValidationError(f"{name} holds a single .npy array, not a graph archive", fix=_FIX)

@@ -5,10 +5,15 @@ blanked) to ``np.loadtxt``'s C parser. When that fails, the careful path tokenis
 the block: NumPy finds where tokens start, which line each is on and which lines are
 comments or blank, without a Python loop over lines; every data line keeps its
 1-based line number, so the error names the exact line.
+
+Only regular files are read (a FIFO or ``/dev/zero`` is refused, not waited on), no
+line may be longer than :data:`MAX_LINE_BYTES`, and an error quotes at most
+:data:`QUOTE_CHARS` characters of the line, or none when the caller asks for none.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import itertools
 import os
@@ -19,10 +24,15 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from .._files import open_regular
 from ..errors import ValidationError
 
 #: Bytes read per block; a block's tokens live as Python bytes objects, ~20x larger.
 _BLOCK = 1 << 22
+#: Longest line accepted: an edge or entry line is a few numbers.
+MAX_LINE_BYTES = 1 << 16
+#: Characters of a bad line an error message quotes.
+QUOTE_CHARS = 40
 
 StrPath = str | os.PathLike[str]
 Int64s = npt.NDArray[np.int64]
@@ -37,25 +47,27 @@ class RowBlock:
         lines: 1-based line number of each data line.
         counts: Number of tokens on each data line.
         tokens: The tokens of every data line, in file order.
+        quote: Whether error messages may quote the file's text.
     """
 
     path: StrPath
     lines: Int64s
     counts: Int64s
     tokens: list[bytes]
+    quote: bool = True
 
     def fail(self, row: int, problem: str, fix: str, *, joiner: str = ", got") -> ValidationError:
         """The error for data line ``row``: file, line number, problem and the line's text.
 
-        The message reads ``"<path> line <n>: <problem><joiner> '<line text>'"``.
+        The message reads ``"<path> line <n>: <problem><joiner> '<line text>'"``, the
+        text cut to :data:`QUOTE_CHARS` characters and left out when ``quote`` is off.
         """
+        where = f"{os.fspath(self.path)} line {int(self.lines[row])}: {problem}"
+        if not self.quote:
+            return ValidationError(where, fix=fix)
         start = int(self.counts[:row].sum())
         text = b" ".join(self.tokens[start : start + int(self.counts[row])])
-        shown = text.decode("utf-8", "replace")
-        return ValidationError(
-            f"{os.fspath(self.path)} line {int(self.lines[row])}: {problem}{joiner} {shown!r}",
-            fix=fix,
-        )
+        return ValidationError(f"{where}{joiner} {excerpt(text)!r}", fix=fix)
 
     def table(self, width: int, what: str, fix: str) -> npt.NDArray[np.bytes_]:
         """The tokens as a ``(rows, width)`` byte-string array.
@@ -87,7 +99,8 @@ class RowBlock:
             try:
                 values.append(np.asarray(convert(token), dtype=dtype))
             except (ValueError, OverflowError):
-                problem = f"{token.decode('utf-8', 'replace')!r} is not {what}"
+                shown = f"{excerpt(token)!r}" if self.quote else "a token"
+                problem = f"{shown} is not {what}"
                 raise self.fail(row, problem, fix, joiner=" in") from None
         return np.array(values, dtype=dtype)
 
@@ -100,11 +113,13 @@ class TextBlock:
         path: The file, for error messages.
         data: The bytes, ending at a line end (or at the end of the file).
         line_base: Lines of the file before this block.
+        quote: Whether error messages may quote the file's text.
     """
 
     path: StrPath
     data: bytes
     line_base: int
+    quote: bool = True
 
     @property
     def last_line(self) -> int:
@@ -126,8 +141,10 @@ class TextBlock:
             line_no += 1
             tokens = self.data[start:end].split()
             if tokens and not tokens[0].startswith(marks):
-                head = RowBlock(self.path, np.array([line_no]), np.array([len(tokens)]), tokens)
-                return head, TextBlock(self.path, self.data[end + 1 :], line_no)
+                head = RowBlock(
+                    self.path, np.array([line_no]), np.array([len(tokens)]), tokens, self.quote
+                )
+                return head, TextBlock(self.path, self.data[end + 1 :], line_no, self.quote)
             start = end + 1
         return None
 
@@ -156,30 +173,38 @@ class TextBlock:
     def rows(self, comments: str) -> RowBlock:
         """Tokenise the block in Python, keeping each data line's number (the careful path)."""
         codes = np.frombuffer(comments.encode("ascii"), dtype=np.uint8)
-        return _scan_block(self.path, self.data, self.line_base, codes)
+        block = _scan_block(self.path, self.data, self.line_base, codes)
+        return block if self.quote else dataclasses.replace(block, quote=False)
 
 
-def read_blocks(path: StrPath) -> Iterator[TextBlock]:
-    """Yield a text file as blocks of whole lines.
+def read_blocks(path: StrPath, *, quote: bool = True) -> Iterator[TextBlock]:
+    """Yield a regular text file as blocks of whole lines.
+
+    Args:
+        path: The file.
+        quote: Whether the blocks' error messages may quote the file's text.
 
     Raises:
-        ValidationError: The file cannot be opened or read.
+        ValidationError: The file is not a regular file, cannot be read, or has a
+            line longer than :data:`MAX_LINE_BYTES`.
     """
     line_base = 0
     try:
-        with open(path, "rb") as file:
+        with open_regular(path) as file:
             carry = b""
             while True:
                 chunk = file.read(_BLOCK)
                 data = carry + chunk
                 if chunk:
                     cut = data.rfind(b"\n") + 1
+                    if cut == 0 or len(data) - cut > MAX_LINE_BYTES:
+                        _check_line_lengths(path, data[:cut], line_base, len(data) - cut)
                     if cut == 0:  # one line longer than a block: keep reading
                         carry = data
                         continue
                     data, carry = data[:cut], data[cut:]
                 if data:
-                    yield TextBlock(path, data, line_base)
+                    yield TextBlock(path, data, line_base, quote)
                     line_base += data.count(b"\n")
                 if not chunk:
                     return
@@ -187,12 +212,29 @@ def read_blocks(path: StrPath) -> Iterator[TextBlock]:
         raise unreadable(path, err) from err
 
 
+def _check_line_lengths(path: StrPath, whole: bytes, line_base: int, tail: int) -> None:
+    """Refuse a line of more than :data:`MAX_LINE_BYTES`: ``tail`` bytes follow the
+    last line end of ``whole`` (the whole lines read since ``line_base``)."""
+    if tail > MAX_LINE_BYTES:
+        line = line_base + whole.count(b"\n") + 1
+        raise ValidationError(
+            f"{os.fspath(path)} line {line}: longer than {MAX_LINE_BYTES:,} bytes",
+            fix="write one edge or entry per line; a graph file's lines are a few numbers.",
+        )
+
+
 def unreadable(path: StrPath, err: OSError) -> ValidationError:
-    """The error for a file that cannot be opened or read."""
+    """The error for a file that cannot be opened or read (or is not a regular file)."""
     return ValidationError(
         f"{os.fspath(path)} cannot be read: {err.strerror or err}",
-        fix="check that the path names a readable file.",
+        fix="check that the path names a readable regular file.",
     )
+
+
+def excerpt(text: bytes) -> str:
+    """``text`` decoded, cut to :data:`QUOTE_CHARS` characters (``...`` marks a cut)."""
+    shown = text[: QUOTE_CHARS * 4].decode("utf-8", "replace")
+    return shown if len(shown) <= QUOTE_CHARS else shown[: QUOTE_CHARS - 3] + "..."
 
 
 def _scan_block(

@@ -13,7 +13,9 @@ from ._items import total_items as total_items
 from ._load import load_job as load_job
 from ._metrics import JobMetrics as JobMetrics
 from ._metrics import serve_metrics as serve_metrics
+from ._preflight import JobCheck as JobCheck
 from ._preflight import backend_unavailable_reason as backend_unavailable_reason
+from ._preflight import check_job as check_job
 from ._records import ItemRecord as ItemRecord
 from ._records import Manifest as Manifest
 from ._runner import JobRunner as JobRunner
@@ -36,6 +38,7 @@ __all__ = [
     "BlockResult",
     "GraphSection",
     "ItemRecord",
+    "JobCheck",
     "JobMetrics",
     "JobRunner",
     "JobSection",
@@ -49,6 +52,7 @@ __all__ = [
     "RunnerState",
     "WorkloadSection",
     "backend_unavailable_reason",
+    "check_job",
     "execute_block",
     "load_job",
     "read_records",

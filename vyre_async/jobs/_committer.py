@@ -10,11 +10,11 @@ holds one).
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 
 import anyio
 from anyio.abc import ObjectReceiveStream, ObjectSendStream
+from anyio.streams.memory import MemoryObjectReceiveStream
 
 from ._progress import Progress
 from ._records import ItemRecord
@@ -48,46 +48,72 @@ class Committer:
         self._progress = progress
         self._on_failures = on_failures
         self._failed_before = store.manifest.failed
-        #: Set once every received record is committed (the stream ended).
+        self._chunk: list[ItemRecord] = []
+        self._chunk_failed = 0
+        self._flushing = False
+        self._receiving: anyio.CancelScope | None = None
+        #: Set once every received record is committed (the stream ended, or a flush).
         self.done = anyio.Event()
 
-    async def run(self, receive: ObjectReceiveStream[Outcomes]) -> None:
-        """Gather and commit until ``receive`` ends; then set :attr:`done`."""
+    async def run(self, receive: MemoryObjectReceiveStream[Outcomes]) -> None:
+        """Gather and commit until ``receive`` ends (or :meth:`flush`); then set :attr:`done`."""
         chunks_send, chunks_receive = anyio.create_memory_object_stream[Outcomes](1)
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._write, chunks_receive)
             async with chunks_send, receive:
                 await self._gather(receive, chunks_send)
+                # After a flush: what the workers handed over already, and nothing more.
+                while True:
+                    try:
+                        self._add(*receive.receive_nowait())
+                    except (anyio.WouldBlock, anyio.EndOfStream):
+                        break
+                if self._chunk:
+                    await chunks_send.send((self._chunk, self._chunk_failed))
         self.done.set()
+
+    async def flush(self) -> None:
+        """Commit every record received so far, stop receiving, and wait until it is done.
+
+        For a drain whose deadline passed while workers still wait on threads.
+        """
+        self._flushing = True
+        if self._receiving is not None:
+            self._receiving.cancel()
+        await self.done.wait()
+
+    def _add(self, records: list[ItemRecord], failed: int) -> None:
+        self._chunk += records
+        self._chunk_failed += failed
+        self._progress.add(len(records), failed)
+        if failed:
+            self._on_failures(self._failed_before + self._progress.failed)
 
     async def _gather(
         self,
         receive: ObjectReceiveStream[Outcomes],
         chunks: ObjectSendStream[Outcomes],
     ) -> None:
-        output, progress = self._output, self._progress
-        chunk: list[ItemRecord] = []
-        chunk_failed = 0
-        due = time.monotonic() + output.commit_interval_s
+        # Loop time, like the timeout it drives (a mock clock moves both together).
+        interval = self._output.commit_interval_s
+        due = anyio.current_time() + interval
         ended = False
-        while not ended:
-            with anyio.move_on_after(max(0.0, due - time.monotonic())):
-                try:
-                    records, failed = await receive.receive()
-                except anyio.EndOfStream:
-                    ended = True
-                else:
-                    chunk += records
-                    chunk_failed += failed
-                    progress.add(len(records), failed)
-                    if failed:
-                        self._on_failures(self._failed_before + progress.failed)
-            now = time.monotonic()
-            if chunk and (ended or len(chunk) >= output.commit_items or now >= due):
-                await chunks.send((chunk, chunk_failed))
-                chunk, chunk_failed = [], 0
+        while not ended and not self._flushing:
+            # A flush cancels only this wait, never a send: a chunk is sent or kept.
+            with anyio.CancelScope() as self._receiving:
+                with anyio.move_on_after(max(0.0, due - anyio.current_time())):
+                    try:
+                        self._add(*await receive.receive())
+                    except anyio.EndOfStream:
+                        ended = True
+            self._receiving = None
+            now = anyio.current_time()
+            chunk = self._chunk
+            if chunk and (ended or len(chunk) >= self._output.commit_items or now >= due):
+                await chunks.send((chunk, self._chunk_failed))
+                self._chunk, self._chunk_failed = [], 0
             if now >= due:
-                due = now + output.commit_interval_s
+                due = now + interval
 
     async def _write(self, chunks: ObjectReceiveStream[Outcomes]) -> None:
         async with chunks:

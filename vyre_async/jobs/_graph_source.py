@@ -23,6 +23,7 @@ from ..graphs import (
     rmat,
 )
 from ._graph_files import load_scipy_npz_graph, load_table_graph, read_sources_file
+from ._preflight import graph_path, memory_limit
 from ._spec import JobSpec
 
 _loads = 0
@@ -62,18 +63,23 @@ def load_job_graph(spec: JobSpec, job_file: Path) -> CsrGraph:
         if graph.scale is None:  # the spec's rules make this unreachable
             raise ConfigurationError(f"{job_file}: $.graph.scale is missing", fix="set scale.")
         return rmat(graph.scale, graph.edge_factor, graph.seed)
-    if graph.path is None:
+    where = graph_path(spec, job_file)
+    if where is None:
         raise ConfigurationError(f"{job_file}: $.graph.path is missing", fix="set path.")
-    path = job_file.parent / graph.path
+    # Files outside the job's folder are read, but errors quote none of their lines.
+    path, inside = where
+    limit = memory_limit(spec)
     if graph.kind == "mtx":
-        return load_matrix_market(path, symmetric=graph.symmetric)
+        return load_matrix_market(
+            path, symmetric=graph.symmetric, memory_limit=limit, quote_lines=inside
+        )
     if graph.kind == "npz":
-        return load_npz(path)
+        return load_npz(path, memory_limit=limit, quote_lines=inside)
     if graph.kind == "scipy_npz":
         return load_scipy_npz_graph(path, graph, f"{job_file}: $.graph")
     if graph.kind == "table":
         return load_table_graph(path, graph, f"{job_file}: $.graph")
-    return load_edge_list(path, symmetric=graph.symmetric)
+    return load_edge_list(path, symmetric=graph.symmetric, memory_limit=limit, quote_lines=inside)
 
 
 def resolve_sources(spec: JobSpec, job_file: Path) -> JobSpec:

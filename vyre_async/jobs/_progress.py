@@ -10,6 +10,7 @@ standard error is not a terminal (CI, a log collector, ``nohup``) a
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from typing import TextIO
@@ -41,7 +42,8 @@ class Progress:
         self._stream = stream
         self._interval = interval
         self._started = time.monotonic()
-        self._last_shown = 0.0
+        # Never shown yet: the first add shows (monotonic time may start near 0 at boot).
+        self._last_shown = -math.inf
         self._drawn = ""  # the bar as last drawn; "" while none is on the screen
         self._redraw = ""  # the bar a log line erased, to draw again below it
         self._finished = False

@@ -12,8 +12,8 @@ from typing import Literal
 
 import msgspec
 
-#: Version of the manifest and record layout.
-FORMAT_VERSION = 1
+#: Version of the manifest and record layout (2: checksums, writer tokens).
+FORMAT_VERSION = 2
 
 
 class ItemRecord(
@@ -60,13 +60,38 @@ class ItemRecord(
     run_ms: float = 0.0
 
 
+class FileEntry(msgspec.Struct, frozen=True, forbid_unknown_fields=True, array_like=True):
+    """A file a chunk commits besides itself (a full-result array), as ``[path, bytes, sha256]``.
+
+    Attributes:
+        path: Relative to the output folder, as the record names it.
+        bytes: Its size.
+        sha256: SHA-256 of its content, hex.
+    """
+
+    path: str
+    bytes: int
+    sha256: str
+
+
 class ChunkEntry(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """One committed chunk file."""
+    """One committed chunk file.
+
+    Attributes:
+        name: The file in ``chunks/``.
+        records: Records it holds.
+        failed: How many of them are failed items.
+        bytes: Its size.
+        sha256: SHA-256 of its content, hex.
+        files: The array files its records name, with their checksums.
+    """
 
     name: str
     records: int
     failed: int
     bytes: int
+    sha256: str
+    files: tuple[FileEntry, ...] = ()
 
 
 class Manifest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -78,6 +103,8 @@ class Manifest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         fingerprint: Hash of what determines the results (graph and workloads); a
             resume with a different job is refused.
         total_items: Items of the whole job.
+        writer: Token of the run that last opened the folder; the files it writes
+            carry it in their names, so files it left uncommitted are known as its own.
         chunks: Committed chunk files, in commit order.
         complete: Every item committed: the listed chunks are the job's result set.
     """
@@ -86,6 +113,7 @@ class Manifest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     job: str
     fingerprint: str
     total_items: int
+    writer: str
     chunks: tuple[ChunkEntry, ...] = ()
     complete: bool = False
 

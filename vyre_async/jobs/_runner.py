@@ -24,12 +24,14 @@ import enum
 import itertools
 import os
 import signal
+import sys
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal, TextIO
+from typing import Any, Literal, NoReturn, TextIO
 
 import anyio
 import msgspec
@@ -37,8 +39,15 @@ import numpy as np
 from anyio.abc import ObjectReceiveStream, ObjectSendStream
 
 from .._groups import sole_vyre_error
+from .._version import __version__
 from ..backends import BackendKind, DeviceSelector
-from ..errors import DeviceLostError, LifecycleError, UnsupportedFeatureError, VyreError
+from ..errors import (
+    ConfigurationError,
+    DeviceLostError,
+    LifecycleError,
+    UnsupportedFeatureError,
+    VyreError,
+)
 from ..graphs import CsrGraph
 from ..logging import JsonLogFile, get_logger
 from ..sessions import BatchingConfig
@@ -49,12 +58,13 @@ from ._graph_prep import prepare_job_graph
 from ._graph_source import job_fingerprint, resolve_sources
 from ._items import ItemBlock, check_sources, iter_blocks, sources_out_degree, total_items
 from ._metrics import JobMetrics, job_families, refresh_periodically
-from ._preflight import backend_unavailable_reason
+from ._preflight import backend_unavailable_reason, check_job
 from ._progress import Progress
-from ._records import ItemRecord
+from ._records import ItemRecord, Manifest
 from ._retry import retry_delay
+from ._signals import exit_code, exiting_at_once_on_signals, noting_signals
 from ._spec import JobSpec
-from ._store import LOG_FILE, ResultStore, output_folder
+from ._store import LOG_FILE, ResultStore
 from ._summary import JobSummary
 from ._targets import BlockTarget, LocalTarget, local_target
 
@@ -62,9 +72,12 @@ _log = get_logger("vyre_async.jobs")
 
 #: Blocks of records that may wait for the committer.
 RECORD_QUEUE_BLOCKS = 4
-#: Exit codes: success, a failed job, a bad job file (the CLI's), SIGINT, SIGTERM.
+#: Exit codes: success, a failed job, a bad job file (the CLI's); signals: see _signals.
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
-_SIGNAL_EXIT = {signal.SIGINT: 130, signal.SIGTERM: 143}
+#: Seconds past ``drain_timeout_s`` before a drain stuck in threads is cut short.
+DRAIN_GRACE_S = 0.5
+#: Seconds between looks for a signal while items run.
+SIGNAL_POLL_S = 0.05
 #: Error codes of failures that are not VyreErrors.
 TIMEOUT_CODE, UNEXPECTED_CODE = 0, 1
 
@@ -89,12 +102,16 @@ class JobRunner:
         resume: Continue the job committed in the output folder.
         execute: Runs a block (default :func:`execute_block`); tests inject faults here.
         handle_signals: Drain on the first SIGINT/SIGTERM and exit at once on the
-            second (the CLI turns this on; it needs the main thread).
+            second; past ``drain_timeout_s`` commit what is done and end the process;
+            before and after the drain a signal ends the process at once (the CLI
+            turns this on; it needs the main thread).
         progress_stream: Where the progress bar goes; ``None`` logs progress lines.
         retry_rng: Draws the jitter of retry waits (a fresh generator by default;
             tests pass a seeded one).
         metrics: Refreshed with the job's figures about once a second while it runs
             (for Prometheus; see :class:`JobMetrics`).
+        report: Called with the summary when the runner ends the process itself
+            (past the drain deadline), where :meth:`run` cannot return it.
     """
 
     def __init__(
@@ -111,6 +128,7 @@ class JobRunner:
         progress_stream: TextIO | None = None,
         retry_rng: np.random.Generator | None = None,
         metrics: JobMetrics | None = None,
+        report: Callable[[JobSummary], None] | None = None,
     ) -> None:
         self._job_file = Path(job_file)
         # A spec made in code may still name sources files; load_job's are read already.
@@ -127,6 +145,11 @@ class JobRunner:
         self._metrics = metrics
         self._live_target: LocalTarget | None = None
         self._live_families: list[MetricFamily] = []
+        self._report = report
+        self._log_file: JsonLogFile | None = None
+        self._started = 0.0
+        self._started_at = ""
+        self._job_file_path = str(self._job_file)
         self._state = RunnerState.UNOPENED
         self._total = total_items(spec)
         # Blocks taken from the item sequence and not yet handed to the committer.
@@ -168,7 +191,8 @@ class JobRunner:
             )
         self._state = RunnerState.RUNNING
         try:
-            return await self._run()
+            with exiting_at_once_on_signals(self._handle_signals):
+                return await self._run()
         except BaseExceptionGroup as group:
             error = sole_vyre_error(group)
             if error is None:
@@ -178,11 +202,20 @@ class JobRunner:
             self._state = RunnerState.FINISHED
 
     async def _run(self) -> JobSummary:
-        spec, started = self._spec, time.monotonic()
+        spec = self._spec
+        # When it started, for the summary; durations come from the monotonic clock.
+        self._started_at = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+        self._started = time.monotonic()
         await self._check_backend()
-        self._folder = await anyio.to_thread.run_sync(
-            output_folder, self._job_file, spec.output.dir, self._out
-        )
+        # Everything refused before the folder is touched (validate checks the same).
+        check = await anyio.to_thread.run_sync(check_job, spec, self._job_file, self._out)
+        if check.folder is None:
+            raise ConfigurationError(
+                f"{self._job_file}: $.output.dir: no output folder is set",
+                fix="set dir in [output], or pass --out DIR.",
+            )
+        self._folder = check.folder
+        self._job_file_path = str(await anyio.to_thread.run_sync(self._job_file.resolve))
         fingerprint = await anyio.to_thread.run_sync(job_fingerprint, spec, self._job_file)
         store = await anyio.to_thread.run_sync(
             lambda: ResultStore.open(
@@ -193,13 +226,24 @@ class JobRunner:
                 resume=self._resume,
             )
         )
-        log_file = JsonLogFile(self._folder / LOG_FILE, level=spec.logging.level)
-        await anyio.to_thread.run_sync(log_file.open)
         try:
-            return await self._run_logged(store, started)
+            self._log_file = JsonLogFile(self._folder / LOG_FILE, level=spec.logging.level)
+            await anyio.to_thread.run_sync(self._log_file.open)
+            try:
+                if self._resume and store.manifest.complete:
+                    return await self._already_complete(store)
+                return await self._run_logged(store)
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await anyio.to_thread.run_sync(self._log_file.close)
+        except BaseException:
+            # A run refused before its first commit leaves no stub behind.
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(store.discard_if_unused)
+            raise
         finally:
             with anyio.CancelScope(shield=True):
-                await anyio.to_thread.run_sync(log_file.close)
+                await anyio.to_thread.run_sync(store.close)
 
     async def _check_backend(self) -> None:
         """Refuse a CUDA job where no GPU answers, before loading or creating anything."""
@@ -214,7 +258,7 @@ class JobRunner:
                 "in the job file.",
             )
 
-    async def _run_logged(self, store: ResultStore, started: float) -> JobSummary:
+    async def _run_logged(self, store: ResultStore) -> JobSummary:
         spec = self._spec
         _log.info(
             "job_started",
@@ -231,22 +275,42 @@ class JobRunner:
             )
             out_degree = sources_out_degree(spec, graph)
             check_sources(spec, graph.num_vertices, str(self._job_file), out_degree)
-            committed = await anyio.to_thread.run_sync(store.committed_ids)
-            skipped = int(committed.sum())
             progress = Progress(
-                self._total, skipped, self._progress_stream, spec.logging.progress_interval_s
+                self._total,
+                store.manifest.committed,
+                self._progress_stream,
+                spec.logging.progress_interval_s,
             )
-            blocks = iter_blocks(spec, graph.num_vertices, committed, out_degree)
-            del committed
+            # The producer skips committed items; commits mark theirs in the same flags.
+            blocks = iter_blocks(spec, graph.num_vertices, store.committed, out_degree)
             await self._run_generations(store, graph, blocks, progress)
             progress.close()
             if self._metrics is not None:
                 self._metrics.publish(self._metric_families(progress))
-        summary = await self._finish(store, progress, time.monotonic() - started)
-        fields = msgspec.to_builtins(summary)
-        for bulky in ("telemetry", "batches"):  # in summary.json; too long for a line
-            fields.pop(bulky)
-        _log.info("job_finished", **fields)
+        summary = await self._finish(store, progress)
+        _log_finished(summary)
+        return summary
+
+    async def _already_complete(self, store: ResultStore) -> JobSummary:
+        """A resume of a complete job: nothing runs, and summary.json keeps its summary."""
+        manifest = store.manifest
+        seconds = time.monotonic() - self._started
+        summary = self._summary(
+            status="complete",
+            code=EXIT_OK,
+            message=(
+                f"already complete: all {manifest.committed} items ({manifest.failed} failed) "
+                f"were committed to {self._folder / 'chunks'} by an earlier run; nothing ran, "
+                "and summary.json keeps that run's summary"
+            ),
+            manifest=manifest,
+            done=0,
+            skipped=manifest.committed,
+            seconds=seconds,
+        )
+        if await anyio.to_thread.run_sync(store.read_summary) is None:
+            await anyio.to_thread.run_sync(store.write_summary, summary)
+        _log.info("job_already_complete", job=self._spec.job.name, output=str(self._folder))
         return summary
 
     # ------------------------------------------------------------- the pipeline
@@ -255,9 +319,13 @@ class JobRunner:
     ) -> None:
         send, receive = anyio.create_memory_object_stream[Outcomes](RECORD_QUEUE_BLOCKS)
         committer = Committer(store, self._spec.output, progress, self._check_failures)
+
+        async def finish_past_deadline() -> None:
+            await self._finish_past_deadline(store, progress, committer)
+
         async with anyio.create_task_group() as tg:
             if self._handle_signals:
-                tg.start_soon(self._watch_signals)
+                tg.start_soon(self._watch_signals, finish_past_deadline)
             if self._metrics is not None:
                 tg.start_soon(
                     refresh_periodically, self._metrics, lambda: self._metric_families(progress)
@@ -501,37 +569,77 @@ class JobRunner:
             self._generation_scope.deadline = self._drain_deadline
         _log.warning("job_stopping", reason=message, drain_s=self._spec.limits.drain_timeout_s)
 
-    async def _watch_signals(self) -> None:
-        with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-            async for signum in signals:
-                name = signal.Signals(signum).name
-                if self._signal is not None:
-                    # Everything committed is already durable; whatever is half
-                    # written is a temp file or an unlisted chunk that resume ignores.
-                    _log.error(
-                        "job_signal",
-                        signal=name,
-                        action="exiting now; committed results are intact",
-                    )
-                    os._exit(_SIGNAL_EXIT.get(signum, 128 + signum))
-                self._signal = signum
-                _log.warning(
-                    "job_signal",
-                    signal=name,
-                    action=f"finishing in-flight work (at most "
-                    f"{self._spec.limits.drain_timeout_s:g} s); send it again to exit now",
-                )
-                self._stop("interrupted", f"interrupted by {name}")
+    async def _watch_signals(self, finish_past_deadline: Callable[[], Awaitable[None]]) -> None:
+        """First signal: drain. A second one: exit now. Past the drain deadline (workers
+        still waiting on threads, which cannot be cancelled): commit what is done, exit.
 
-    async def _finish(self, store: ResultStore, progress: Progress, seconds: float) -> JobSummary:
+        The handler only notes the signal and this task looks every
+        :data:`SIGNAL_POLL_S`: a handler swapped in for the end-at-once one and back,
+        with no moment under the default action (asyncio's own signal handling puts
+        the defaults back when it stops), and nothing done inside a signal handler
+        that an event loop does not allow there.
+        """
+        received: deque[int] = deque()
+        with noting_signals(received.append):
+            signum = await _next_signal(received)
+            self._signal = signum
+            name = signal.Signals(signum).name
+            _log.warning(
+                "job_signal",
+                signal=name,
+                action=f"finishing in-flight work (at most "
+                f"{self._spec.limits.drain_timeout_s:g} s); send it again to exit now",
+            )
+            self._stop("interrupted", f"interrupted by {name}")
+            with anyio.move_on_after(self._spec.limits.drain_timeout_s + DRAIN_GRACE_S):
+                signum = await _next_signal(received)
+                # Everything committed is already durable; whatever is half written
+                # is a temp file or the last run's uncommitted file that resume removes.
+                _log.error(
+                    "job_signal",
+                    signal=signal.Signals(signum).name,
+                    action="exiting now; committed results are intact",
+                )
+                await self._end_process(exit_code(signum), None)
+            await finish_past_deadline()
+
+    async def _finish_past_deadline(
+        self, store: ResultStore, progress: Progress, committer: Committer
+    ) -> None:
+        with anyio.CancelScope(shield=True):
+            _log.warning(
+                "job_drain_deadline_passed",
+                drain_s=self._spec.limits.drain_timeout_s,
+                action="committing what is done and exiting; unfinished items run on --resume",
+            )
+            await committer.flush()
+            progress.close()
+            summary = await self._finish(store, progress)
+            _log_finished(summary)
+            await self._end_process(summary.exit_code, summary)
+
+    async def _end_process(self, code: int, summary: JobSummary | None) -> NoReturn:
+        """End the process now (workers may still wait on threads): report, flush, exit."""
+        with anyio.CancelScope(shield=True):
+            if self._log_file is not None:
+                await anyio.to_thread.run_sync(self._log_file.close)
+        if summary is not None and self._report is not None:
+            self._report(summary)
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        os._exit(code)
+
+    async def _finish(self, store: ResultStore, progress: Progress) -> JobSummary:
         manifest = store.manifest
         complete = manifest.committed == self._total
         if complete and not manifest.complete:
             await anyio.to_thread.run_sync(store.finish)
+            manifest = store.manifest
         status: Literal["complete", "interrupted", "failed"]
         if self._stop_status == "interrupted" and not complete:
             status = "interrupted"
-            code = _SIGNAL_EXIT.get(signal.Signals(self._signal or signal.SIGINT), 130)
+            code = exit_code(self._signal or signal.SIGINT)
             message = (
                 f"{self._stop_message}: {manifest.committed} of {self._total} items "
                 "committed; resume with --resume"
@@ -539,34 +647,79 @@ class JobRunner:
         elif self._stop_status == "failed":
             status, code = "failed", EXIT_FAILED
             message = f"job stopped: {self._stop_message}"
+        elif not complete:  # every block was run, yet not every item committed
+            status, code = "failed", EXIT_FAILED
+            message = (
+                f"only {manifest.committed} of {self._total} items were committed; "
+                "resume with --resume to run the rest"
+            )
         else:
             status, code = "complete", EXIT_OK
             message = (
                 f"{manifest.committed} items ({manifest.failed} failed) committed to "
                 f"{self._folder / 'chunks'}"
             )
-        summary = JobSummary(
+        summary = self._summary(
+            status=status,
+            code=code,
+            message=message,
+            manifest=manifest,
+            done=progress.done,
+            skipped=progress.skipped,
+            seconds=time.monotonic() - self._started,
+        )
+        await anyio.to_thread.run_sync(store.write_summary, summary)
+        return summary
+
+    def _summary(
+        self,
+        *,
+        status: Literal["complete", "interrupted", "failed"],
+        code: int,
+        message: str,
+        manifest: Manifest,
+        done: int,
+        skipped: int,
+        seconds: float,
+    ) -> JobSummary:
+        return JobSummary(
             job=self._spec.job.name,
             status=status,
             exit_code=code,
             message=message,
             output=str(self._folder),
+            job_file=self._job_file_path,
+            version=__version__,
+            started_at=self._started_at,
             backend=self._backend_name[0],
             device=self._backend_name[1],
             items_total=self._total,
             items_committed=manifest.committed,
-            items_this_run=progress.done,
-            items_skipped=progress.skipped,
+            items_this_run=done,
+            items_skipped=skipped,
             items_failed=manifest.failed,
             retries=self._retries,
             reopens=self._reopens,
             seconds=round(seconds, 3),
-            items_per_s=round(progress.done / max(seconds, 1e-9), 1),
+            items_per_s=round(done / max(seconds, 1e-9), 1),
             telemetry=self._telemetry,
             batches=self._batches,
         )
-        await anyio.to_thread.run_sync(store.write_summary, summary)
-        return summary
+
+
+async def _next_signal(received: deque[int]) -> int:
+    """Wait until a signal is noted; take it."""
+    # A signal handler may not set an Event (see _watch_signals), so look regularly.
+    while not received:  # noqa: ASYNC110 - nothing can wake an Event from a signal handler
+        await anyio.sleep(SIGNAL_POLL_S)
+    return received.popleft()
+
+
+def _log_finished(summary: JobSummary) -> None:
+    fields = msgspec.to_builtins(summary)
+    for bulky in ("telemetry", "batches"):  # in summary.json; too long for a line
+        fields.pop(bulky)
+    _log.info("job_finished", **fields)
 
 
 def _reason(exc: BaseException, timeout_s: float) -> str:

@@ -13,6 +13,10 @@ import msgspec
 
 Positive = Annotated[int, msgspec.Meta(ge=1)]
 NonNegative = Annotated[int, msgspec.Meta(ge=0)]
+#: A vertex id: vertex ids are int32 and a graph has at most 2**31 - 1 vertices.
+VertexId = Annotated[int, msgspec.Meta(ge=0, le=2**31 - 2)]
+#: A file path: not empty, no NUL byte (no file system takes one).
+FilePath = Annotated[str, msgspec.Meta(min_length=1, max_length=4096, pattern=r"^[^\x00]*$")]
 
 
 class JobSection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -53,7 +57,7 @@ class GraphSection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     scale: Annotated[int, msgspec.Meta(ge=1, le=30)] | None = None
     edge_factor: Annotated[int, msgspec.Meta(ge=1, le=1024)] = 16
     seed: NonNegative = 0
-    path: Annotated[str, msgspec.Meta(min_length=1)] | None = None
+    path: FilePath | None = None
     symmetric: bool = False
     src_column: Annotated[str, msgspec.Meta(min_length=1)] = "src"
     dst_column: Annotated[str, msgspec.Meta(min_length=1)] = "dst"
@@ -85,13 +89,13 @@ class WorkloadSection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """
 
     kind: Literal["bfs", "khop", "reach", "pagerank"]
-    sources: (
-        list[NonNegative] | RandomSources | Annotated[str, msgspec.Meta(min_length=1)] | None
-    ) = None
+    sources: list[VertexId] | RandomSources | Annotated[str, msgspec.Meta(min_length=1)] | None = (
+        None
+    )
     readback: Literal["levels", "counts"] = "counts"
-    k: NonNegative | None = None
+    k: VertexId | None = None
     damping: Annotated[float, msgspec.Meta(gt=0.0, lt=1.0)] = 0.85
-    tol: Annotated[float, msgspec.Meta(gt=0.0)] = 1e-6
+    tol: Annotated[float, msgspec.Meta(gt=0.0, le=1.0)] = 1e-6
     max_iter: Annotated[int, msgspec.Meta(ge=1, le=1_000_000)] = 100
 
 
@@ -99,11 +103,12 @@ class OutputSection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """``[output]``: where results go, and how often they are committed.
 
     ``dir`` is relative to the job file and must stay inside the job file's folder
-    (``--out`` on the command line may name any folder). A chunk of records is
-    committed once it holds ``commit_items`` records or ``commit_interval_s`` passed.
+    (``--out`` on the command line may name any folder, and replaces ``dir``; with
+    ``--out`` the section may be left out). A chunk of records is committed once it
+    holds ``commit_items`` records or ``commit_interval_s`` passed.
     """
 
-    dir: Annotated[str, msgspec.Meta(min_length=1)]
+    dir: FilePath | None = None
     commit_items: Annotated[int, msgspec.Meta(ge=1, le=1_000_000)] = 65536
     commit_interval_s: Annotated[float, msgspec.Meta(gt=0.0, le=3600.0)] = 2.0
 
@@ -124,6 +129,8 @@ class LimitsSection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     ``max_failed_items`` items failed. A lost
     device is reopened, and the graph uploaded again, at most ``max_reopens`` times.
     On the first SIGINT/SIGTERM in-flight work gets ``drain_timeout_s`` to finish.
+    A job whose graph or item bookkeeping is estimated to need more host memory than
+    ``max_host_memory_gib`` (default: what the machine has) is refused before it starts.
     """
 
     item_timeout_s: Annotated[float, msgspec.Meta(gt=0.0)] = 60.0
@@ -133,6 +140,7 @@ class LimitsSection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     max_failed_items: NonNegative = 0
     max_reopens: Annotated[int, msgspec.Meta(ge=0, le=100)] = 2
     drain_timeout_s: Annotated[float, msgspec.Meta(gt=0.0, le=3600.0)] = 30.0
+    max_host_memory_gib: Annotated[float, msgspec.Meta(gt=0.0, le=1 << 20)] | None = None
 
 
 class LoggingSection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -150,7 +158,7 @@ class JobSpec(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     job: JobSection
     graph: GraphSection
     workload: Annotated[list[WorkloadSection], msgspec.Meta(min_length=1)]
-    output: OutputSection
+    output: OutputSection = OutputSection()
     batching: BatchingSection = BatchingSection()
     limits: LimitsSection = LimitsSection()
     logging: LoggingSection = LoggingSection()
@@ -172,8 +180,7 @@ class JobSpec(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         for i, w in enumerate(self.workload):
             if (w.kind == "khop") != (w.k is not None):
                 raise ValueError(f"$.workload[{i}].k: set k for 'khop' workloads and only for them")
-            if (w.kind == "pagerank") != (w.sources is None):
-                raise ValueError(
-                    f"$.workload[{i}].sources: "
-                    + ("pagerank takes no sources" if w.sources else f"{w.kind!r} needs sources")
-                )
+            if w.kind == "pagerank" and w.sources is not None:
+                raise ValueError(f"$.workload[{i}].sources: pagerank takes no sources")
+            if w.kind != "pagerank" and not w.sources:
+                raise ValueError(f"$.workload[{i}].sources: {w.kind!r} needs at least one source")

@@ -16,6 +16,9 @@ class JobSummary(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         exit_code: 0, 1 (failed), 130 (SIGINT) or 143 (SIGTERM).
         message: One line saying how the run ended.
         output: The output folder.
+        job_file: The job file, as an absolute path.
+        version: The vyre_async version that ran it.
+        started_at: When the run started (UTC, ISO 8601).
         backend: Backend kind the items ran on.
         device: Its device name.
         items_total: Items of the whole job.
@@ -36,6 +39,9 @@ class JobSummary(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     exit_code: int
     message: str
     output: str
+    job_file: str
+    version: str
+    started_at: str
     backend: str
     device: str
     items_total: int

@@ -1,0 +1,247 @@
+"""Claiming an output folder for one run: refuse what is foreign, lock, keep only its own.
+
+A folder without a manifest must be empty but for a lock and temp files of a run
+that stopped at once; a job's folder may hold only the job's own names, its
+committed files, and what the last run (its writer token) left uncommitted. The
+lock is an ``flock`` on ``.lock`` that the kernel drops with the process.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import re
+import secrets
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+from ..errors import ConfigurationError
+from ..logging import get_logger
+from ._atomic import TEMP_PREFIX, Folder, NotPlainError
+from ._layout import (
+    ARRAYS_DIR,
+    CHUNKS_DIR,
+    FOREIGN_FIX,
+    LOCK_FILE,
+    MANIFEST_FILE,
+    ROOT_DIRS,
+    ROOT_FILES,
+    ROOT_TEMP,
+    chunk_name,
+)
+from ._records import Manifest
+
+_log = get_logger("vyre_async.jobs")
+
+
+def unusable(folder: Path, exc: OSError) -> ConfigurationError:
+    """The error for a folder that an OSError (or a link in it) makes unusable."""
+    if isinstance(exc, NotPlainError):
+        return ConfigurationError(
+            f"output folder {folder}: {exc.filename} is {exc.strerror}; vyre-async never "
+            "follows a link or writes over something else in its output folder",
+            fix=FOREIGN_FIX,
+        )
+    return ConfigurationError(
+        f"output folder {folder} cannot be used: {exc.strerror or exc}",
+        fix="choose a folder you can write to with --out DIR.",
+    )
+
+
+def refuse_a_folder_without_a_job(root: Folder, resume: bool) -> None:
+    """Before writing anything (the lock file included): a folder without a manifest
+    must be empty but for a lock and temp files of a run that stopped at once."""
+    kinds = dict(root.entries())
+    if MANIFEST_FILE in kinds:
+        return
+    refuse_foreign(root, kinds, has_manifest=False)
+    if resume:
+        raise ConfigurationError(
+            f"output folder {root.path} holds no job (no {MANIFEST_FILE}), so --resume has "
+            "nothing to continue",
+            fix="run without --resume to start the job in it.",
+        )
+
+
+def refuse_foreign(root: Folder, kinds: dict[str, str], *, has_manifest: bool) -> None:
+    """Refuse a folder whose entries (``name -> kind``) are not all a job's own.
+
+    Raises:
+        ConfigurationError: Naming up to three of them.
+    """
+    foreign = []
+    for name, kind in sorted(kinds.items()):
+        if ROOT_TEMP.match(name) or (name == LOCK_FILE and kind == "file"):
+            continue
+        if has_manifest and (
+            (name in ROOT_FILES and kind == "file") or (name in ROOT_DIRS and kind == "dir")
+        ):
+            continue
+        foreign.append(f"{name} ({'a symlink' if kind == 'link' else kind})")
+    links = any(kind == "link" for kind in kinds.values())
+    if not has_manifest and not links and "dir" in (kinds.get(CHUNKS_DIR), kinds.get(ARRAYS_DIR)):
+        raise ConfigurationError(
+            f"output folder {root.path} holds {CHUNKS_DIR}/ or {ARRAYS_DIR}/ but no "
+            f"{MANIFEST_FILE}: without it, committed results cannot be told from "
+            "anything else, so nothing in it is used, deleted or overwritten",
+            fix=f"restore {MANIFEST_FILE} if it was deleted (then --resume continues), "
+            "or choose another folder with --out DIR.",
+        )
+    if foreign:
+        shown = ", ".join(foreign[:3]) + (", ..." if len(foreign) > 3 else "")
+        raise ConfigurationError(
+            f"output folder {root.path} holds {shown}, which vyre-async did not write"
+            + ("" if has_manifest else " (a new job's folder must be empty)"),
+            fix=FOREIGN_FIX,
+        )
+
+
+def take_lock(root: Folder) -> int:
+    """Take the folder's advisory lock; return its descriptor (closing it releases it)."""
+    try:
+        fd = os.open(
+            LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644, dir_fd=root.fd
+        )
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise NotPlainError(exc.errno, "a symlink", LOCK_FILE) from None
+        raise
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+        os.close(fd)
+        pid = holder if holder.isdigit() else None
+        raise ConfigurationError(
+            f"output folder {root.path} is in use by another vyre-async run "
+            f"({f'pid {pid}' if pid else 'its pid is not recorded yet'})",
+            fix=f"wait for that run to end{f' or stop it (kill -TERM {pid})' if pid else ''}, "
+            "or choose another folder with --out DIR.",
+        ) from None
+    except BaseException:
+        os.close(fd)
+        raise
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+    return fd
+
+
+def check_same_job(
+    folder: Path, old: Manifest, fingerprint: str, total_items: int, resume: bool
+) -> None:
+    """Refuse to continue a job's folder without ``resume``, or with another job.
+
+    Raises:
+        ConfigurationError: With both fingerprints, or both item counts.
+    """
+    if not resume:
+        raise ConfigurationError(
+            f"output folder {folder} already holds job {old.job!r} "
+            f"({old.committed} of {old.total_items} items committed"
+            f"{', complete' if old.complete else ''})",
+            fix="pass --resume to continue it, or choose another folder with --out DIR "
+            "(or delete this one).",
+        )
+    if old.fingerprint != fingerprint:
+        raise ConfigurationError(
+            f"output folder {folder} holds job {old.job!r} with another graph or other "
+            f"workloads (fingerprint {old.fingerprint[:12]}, this job's {fingerprint[:12]})",
+            fix="resume with the job file that made it, or choose another folder with --out DIR.",
+        )
+    if old.total_items != total_items:
+        raise ConfigurationError(
+            f"output folder {folder} holds job {old.job!r} of {old.total_items} items; this "
+            f"job has {total_items} (the fingerprints agree, so {MANIFEST_FILE} was changed)",
+            fix="restore the manifest from a backup, or choose another folder with --out DIR.",
+        )
+
+
+def new_writer(old: Manifest | None) -> str:
+    """A fresh writer token, none the folder's manifest or chunk names use."""
+    used = {old.writer} | {c.name[7:15] for c in old.chunks} if old is not None else set()
+    while (token := secrets.token_hex(4)) in used:
+        pass
+    return token
+
+
+def classify(
+    folder: Path, chunks: Folder, arrays: Folder, manifest: Manifest | None
+) -> list[tuple[Folder, str, int | None]]:
+    """What the last writer left uncommitted, as ``(folder, name, item id of an array)``.
+
+    The last writer (the manifest's token) may have left the chunk it was committing
+    (the next in sequence, exactly) and arrays of items it had not committed, each
+    perhaps still under a temp name. Anything else unlisted is refused.
+
+    Raises:
+        ConfigurationError: A file that is neither committed nor the last writer's.
+    """
+    chunk_names = {c.name for c in manifest.chunks} if manifest else set()
+    array_names = (
+        {f.path.removeprefix(f"{ARRAYS_DIR}/") for c in manifest.chunks for f in c.files}
+        if manifest
+        else set()
+    )
+    temp = rf"(?:{re.escape(TEMP_PREFIX)}\d+-)?"
+    if manifest is not None:
+        next_chunk = re.escape(chunk_name(len(manifest.chunks), manifest.writer))
+        own_chunk = re.compile(rf"^{temp}{next_chunk}$")
+        own_array = re.compile(rf"^{temp}(\d+)-{manifest.writer}\.npy$")
+    leftovers: list[tuple[Folder, str, int | None]] = []
+    for place, listed in ((chunks, chunk_names), (arrays, array_names)):
+        foreign = []
+        for name, kind in sorted(place.entries()):
+            if name in listed and kind == "file":
+                continue
+            if manifest is not None and kind != "dir":
+                if place is chunks and own_chunk.match(name):
+                    leftovers.append((place, name, None))
+                    continue
+                mine = own_array.match(name) if place is arrays else None
+                if mine is not None:
+                    leftovers.append((place, name, int(mine[1])))
+                    continue
+            foreign.append(f"{name} ({'a symlink' if kind == 'link' else kind})")
+        if foreign:
+            raise foreign_in(folder, place, foreign)
+    return leftovers
+
+
+def remove_leftovers(
+    folder: Path,
+    arrays: Folder,
+    leftovers: list[tuple[Folder, str, int | None]],
+    committed: npt.NDArray[np.bool_],
+) -> None:
+    """Delete what the last writer left uncommitted (after the folder was verified).
+
+    Raises:
+        ConfigurationError: A "leftover" array of a committed item: no run leaves one.
+    """
+    stray = [
+        f"{name} (item {item} is committed)"
+        for _, name, item in leftovers
+        if item is not None and item < committed.size and committed[item]
+    ]
+    if stray:
+        raise foreign_in(folder, arrays, stray)
+    for place, name, item in leftovers:
+        if item is None:
+            _log.warning("removing_uncommitted_chunk", file=str(place.path / name))
+        place.remove(name)
+    arrays_removed = sum(item is not None for _, _, item in leftovers)
+    if arrays_removed:
+        _log.info("removing_uncommitted_arrays", files=arrays_removed)
+
+
+def foreign_in(folder: Path, place: Folder, names: list[str]) -> ConfigurationError:
+    """The error for files in ``chunks/`` or ``arrays/`` that no run of the job explains."""
+    shown = ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
+    return ConfigurationError(
+        f"output folder {folder}: {place.path.name}/ holds {shown}, which the manifest "
+        "does not commit and the last run did not write",
+        fix=FOREIGN_FIX,
+    )

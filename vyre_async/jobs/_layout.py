@@ -1,0 +1,36 @@
+"""The names in a job's output folder, and which names a run may write or leave behind."""
+
+from __future__ import annotations
+
+import re
+
+from ._atomic import TEMP_PREFIX
+
+MANIFEST_FILE = "manifest.json"
+SUMMARY_FILE = "summary.json"
+LOG_FILE = "log.jsonl"
+LOCK_FILE = ".lock"
+CHUNKS_DIR = "chunks"
+ARRAYS_DIR = "arrays"
+#: What the folder itself may hold, by kind.
+ROOT_FILES = {MANIFEST_FILE, SUMMARY_FILE, LOG_FILE, LOCK_FILE}
+ROOT_DIRS = {CHUNKS_DIR, ARRAYS_DIR}
+#: Temp files of the manifest and summary (``.tmp-<pid>-<name>``).
+ROOT_TEMP = re.compile(rf"^{re.escape(TEMP_PREFIX)}\d+-(?:manifest|summary)\.json$")
+#: A committed chunk's name and an array's path, as the manifest lists them.
+CHUNK_NAME = re.compile(r"^\d{6}-[0-9a-f]{8}\.jsonl$")
+ARRAY_PATH = re.compile(rf"^{ARRAYS_DIR}/(\d+-[0-9a-f]{{8}}\.npy)$")
+FOREIGN_FIX = (
+    "vyre-async writes only into a new or empty folder, or one of its own job folders; "
+    "choose another folder with --out DIR, or move the files named above away."
+)
+
+
+def chunk_name(seq: int, writer: str) -> str:
+    """The name of chunk number ``seq`` written by the run with token ``writer``."""
+    return f"{seq:06d}-{writer}.jsonl"
+
+
+def own_uncommitted(writer: str, suffix: str, digits: str) -> re.Pattern[str]:
+    """Names a run with token ``writer`` gives its files (and their temp files)."""
+    return re.compile(rf"^(?:{re.escape(TEMP_PREFIX)}\d+-)?{digits}-{writer}\.{suffix}$")

@@ -1,0 +1,148 @@
+"""Checking a job's output folder against its manifest before a resume relies on it.
+
+Every committed chunk and array is read and compared with the size and SHA-256 the
+manifest recorded; a chunk's records must decode, match the counts listed, name
+items in range and never one committed twice, and name exactly the arrays listed.
+Nothing here writes: a run killed while checking leaves the folder as it was.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import msgspec
+import numpy as np
+import numpy.typing as npt
+
+from ..errors import ConfigurationError
+from ._atomic import Folder, NotPlainError
+from ._layout import ARRAY_PATH, CHUNK_NAME, MANIFEST_FILE
+from ._records import FORMAT_VERSION, ChunkEntry, FileEntry, ItemRecord, Manifest
+
+record_decoder = msgspec.json.Decoder(ItemRecord)
+
+
+class _Format(msgspec.Struct):
+    format: int
+
+
+def read_manifest(root: Folder) -> Manifest:
+    """The folder's manifest, its format and the names it lists checked.
+
+    Raises:
+        ConfigurationError: Another format, not a manifest, or a name leaving its folder.
+        OSError: It cannot be read (or is not a regular file).
+    """
+    path = root.path / MANIFEST_FILE
+    data = root.read(MANIFEST_FILE)
+    try:
+        version = msgspec.json.decode(data, type=_Format).format
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        version = None
+    if version is not None and version != FORMAT_VERSION:
+        raise ConfigurationError(
+            f"{path} is of format {version}; this vyre-async reads format {FORMAT_VERSION}",
+            fix="finish the job with the vyre-async version that started it, or start it "
+            "again in a new folder with --out DIR.",
+        )
+    try:
+        manifest = msgspec.json.decode(data, type=Manifest)
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise ConfigurationError(
+            f"{path} is not a vyre-async manifest ({exc})",
+            fix="restore it from a backup, or choose another output folder with --out DIR.",
+        ) from None
+    for entry in manifest.chunks:
+        if not CHUNK_NAME.match(entry.name):
+            raise damaged(root.path, path, f"lists a chunk named {entry.name!r}")
+        odd = next((f.path for f in entry.files if not ARRAY_PATH.match(f.path)), None)
+        if odd is not None:
+            raise damaged(root.path, path, f"lists an array named {odd!r}")
+    return manifest
+
+
+def damaged(folder: Path, file: Path, what: str) -> ConfigurationError:
+    """The error for a committed ``file`` that is not as the manifest recorded it."""
+    return ConfigurationError(
+        f"{file} {what}; the output folder {folder} was changed by something other than "
+        "vyre-async since it was committed",
+        fix="restore the file from a backup (then --resume continues), or start the job "
+        "again in a new folder with --out DIR; nothing in this folder was changed.",
+    )
+
+
+def read_chunk(folder: Path, chunks: Folder, entry: ChunkEntry) -> bytes:
+    """A committed chunk's bytes, checked against its size and checksum."""
+    path = chunks.path / entry.name
+    if not CHUNK_NAME.match(entry.name):
+        raise damaged(folder, folder / MANIFEST_FILE, f"lists a chunk named {entry.name!r}")
+    try:
+        data = chunks.read(entry.name)
+    except NotPlainError as exc:
+        raise damaged(folder, path, f"is {exc.strerror}") from None
+    except FileNotFoundError:
+        raise damaged(folder, path, "is missing") from None
+    if len(data) != entry.bytes or hashlib.sha256(data).hexdigest() != entry.sha256:
+        raise damaged(folder, path, "does not match the size and checksum the manifest recorded")
+    return data
+
+
+def verify(
+    folder: Path, chunks: Folder, arrays: Folder, manifest: Manifest
+) -> npt.NDArray[np.bool_]:
+    """Check every committed chunk and array; return the committed flags.
+
+    Raises:
+        ConfigurationError: Naming the first file that is missing, differs from its
+            checksum, or holds records that are invalid, repeated or out of range.
+    """
+    done = np.zeros(manifest.total_items, dtype=bool)
+    for entry in manifest.chunks:
+        path = chunks.path / entry.name
+        try:
+            records = record_decoder.decode_lines(read_chunk(folder, chunks, entry))
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            raise damaged(folder, path, f"does not hold valid records ({exc})") from None
+        failed = sum(not r.ok for r in records)
+        if len(records) != entry.records or failed != entry.failed:
+            raise damaged(folder, path, "holds other record counts than the manifest lists")
+        ids = np.fromiter((r.id for r in records), dtype=np.int64, count=len(records))
+        if ids.size and (ids.min() < 0 or ids.max() >= done.size):
+            raise damaged(folder, path, f"names an item outside 0..{done.size - 1}")
+        if np.unique(ids).size != ids.size or done[ids].any():
+            raise damaged(folder, path, "repeats an item that is committed already")
+        done[ids] = True
+        named = sorted(r.array for r in records if r.array is not None)
+        if named != sorted(f.path for f in entry.files):
+            raise damaged(folder, path, "names other array files than the manifest lists")
+        for file in entry.files:
+            verify_array(folder, arrays, file)
+    if manifest.complete != (manifest.committed == manifest.total_items):
+        raise damaged(
+            folder,
+            folder / MANIFEST_FILE,
+            f"says complete={manifest.complete} with {manifest.committed} of "
+            f"{manifest.total_items} items committed",
+        )
+    return done
+
+
+def verify_array(folder: Path, arrays: Folder, file: FileEntry) -> None:
+    """Check one committed array against its size and checksum.
+
+    Raises:
+        ConfigurationError: It is missing, a link, or differs.
+    """
+    match = ARRAY_PATH.match(file.path)
+    if match is None:
+        raise damaged(folder, folder / MANIFEST_FILE, f"lists an array named {file.path!r}")
+    path = folder / file.path
+    try:
+        size, sha256 = arrays.digest(match[1])
+    except NotPlainError as exc:
+        raise damaged(folder, path, f"is {exc.strerror}") from None
+    except FileNotFoundError:
+        raise damaged(folder, path, "is missing") from None
+    if (size, sha256) != (file.bytes, file.sha256):
+        raise damaged(folder, path, "does not match the size and checksum the manifest recorded")
