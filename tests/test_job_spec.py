@@ -61,6 +61,7 @@ def test_json_and_yaml_give_the_same_spec_as_toml(tmp_path: Path, suffix: str) -
         (lambda d: d["workload"][0].update(kind="khop"), "$.workload[0].k"),
         (lambda d: d["workload"][0].update(kind="pagerank"), "$.workload[0].sources"),
         (lambda d: d["workload"].clear(), "$.workload"),
+        (lambda d: d.setdefault("batching", {}).update(in_flight=0), "$.batching.in_flight"),
     ],
 )
 def test_bad_files_name_the_path_and_a_fix(tmp_path: Path, change: object, where: str) -> None:
@@ -74,6 +75,16 @@ def test_bad_files_name_the_path_and_a_fix(tmp_path: Path, change: object, where
     assert str(path) in message
     assert where in message
     assert "Fix:" in message
+
+
+def test_batching_section_becomes_the_session_batching(tmp_path: Path) -> None:
+    """[batching] sets the session's max_batch, max_delay and in_flight (default 2)."""
+    data = _quickstart()
+    data["batching"] = {"max_batch": 512, "max_delay_ms": 2.0}
+    config = load_job(_write(tmp_path, "job.json", data)).batching.session_config()
+    assert (config.max_batch, config.max_delay, config.in_flight) == (512, 0.002, 2)
+    data["batching"]["in_flight"] = 3  # type: ignore[index]
+    assert load_job(_write(tmp_path, "job.json", data)).batching.session_config().in_flight == 3
 
 
 def test_syntax_errors_and_unknown_types_are_configuration_errors(tmp_path: Path) -> None:

@@ -232,3 +232,38 @@ async def test_cancelled_waiters_do_not_disturb_their_batch(rng: np.random.Gener
     for i, levels in results.items():
         np.testing.assert_array_equal(levels, scipy_levels(graph, sources[i]))
     np.testing.assert_array_equal(after, scipy_levels(graph, sources[0]))
+
+
+@pytest.mark.parametrize("in_flight", [1, 2])
+async def test_in_flight_batches_run_at_once_and_each_gets_its_rows(
+    rng: np.random.Generator, monkeypatch: pytest.MonkeyPatch, in_flight: int
+) -> None:
+    """With in_flight=N at most N batches traverse the one device at a time, and N of
+    them do when full blocks queue back to back; every row still equals SciPy's."""
+    from vyre_async.sessions import _graph_session
+
+    running = 0
+    most = 0
+    traverse = _graph_session.traverse_many
+
+    async def counted(*args: object, **kwargs: object) -> list[np.ndarray]:
+        nonlocal running, most
+        running += 1
+        most = max(most, running)
+        try:
+            return await traverse(*args, **kwargs)  # type: ignore[arg-type]
+        finally:
+            running -= 1
+
+    monkeypatch.setattr(_graph_session, "traverse_many", counted)
+    graph = GRAPH_SHAPES["rmat_skewed"](rng)
+    sources = rng.integers(0, graph.num_vertices, 16 * 8)
+    config = va.BatchingConfig(max_batch=16, in_flight=in_flight)
+    async with (
+        va.open_backend("cpu") as backend,
+        backend.resident_graph(graph, batching=config) as session,
+    ):
+        counts = await session.bfs_many(sources, readback="counts")
+    assert most == in_flight
+    want = [int((scipy_levels(graph, int(s)) >= 0).sum()) for s in sources]
+    np.testing.assert_array_equal(counts, want)

@@ -23,7 +23,7 @@ from ..graphs import CsrGraph, trusted_csr
 from ..jobs._execute import execute_block
 from ..jobs._graph_source import graph_loads
 from ..jobs._spec import JobSpec
-from ..sessions import BatchingConfig, ResidentGraphSession
+from ..sessions import ResidentGraphSession
 from ._wire import BlockRequest, encode_result
 
 
@@ -92,10 +92,7 @@ class GraphWorker:
             if self._session is None:
                 spec = self._spec
                 graph = await anyio.to_thread.run_sync(self._graph)
-                batching = BatchingConfig(
-                    max_batch=spec.batching.max_batch,
-                    max_delay=spec.batching.max_delay_ms / 1000,
-                )
+                batching = spec.batching.session_config()
                 stack = contextlib.AsyncExitStack()
                 try:
                     backend = await stack.enter_async_context(open_backend(self._kind))

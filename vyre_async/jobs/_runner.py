@@ -50,7 +50,6 @@ from ..errors import (
 )
 from ..graphs import CsrGraph
 from ..logging import JsonLogFile, get_logger
-from ..sessions import BatchingConfig
 from ..telemetry import MetricFamily
 from ._committer import Committer, Outcomes
 from ._execute import BlockExecutor, array_records, count_records, execute_block
@@ -436,10 +435,9 @@ class JobRunner:
             from ..cluster import ray_target
 
             return ray_target(self._cluster, spec, self._backend_kind, graph)
-        batching = BatchingConfig(
-            max_batch=spec.batching.max_batch, max_delay=spec.batching.max_delay_ms / 1000
+        return local_target(
+            self._backend_kind, self._devices, graph, spec.batching.session_config(), self._execute
         )
-        return local_target(self._backend_kind, self._devices, graph, batching, self._execute)
 
     async def _produce(
         self, blocks: Iterator[ItemBlock], send: ObjectSendStream[tuple[int, ItemBlock]]

@@ -11,6 +11,8 @@ from typing import Annotated, Literal
 
 import msgspec
 
+from ..sessions import BatchingConfig
+
 Positive = Annotated[int, msgspec.Meta(ge=1)]
 NonNegative = Annotated[int, msgspec.Meta(ge=0)]
 #: A vertex id: vertex ids are int32 and a graph has at most 2**31 - 1 vertices.
@@ -118,6 +120,15 @@ class BatchingSection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
     max_batch: Annotated[int, msgspec.Meta(ge=1, le=1024)] = 1024
     max_delay_ms: Annotated[float, msgspec.Meta(ge=0.0, le=60_000.0)] = 0.5
+    #: Batches running at once per device; 2 overlaps one batch's host work with the
+    #: other's traversal (see :class:`~vyre_async.BatchingConfig`).
+    in_flight: Annotated[int, msgspec.Meta(ge=1, le=8)] = 2
+
+    def session_config(self) -> BatchingConfig:
+        """The resident-graph session's batching for this section."""
+        return BatchingConfig(
+            max_batch=self.max_batch, max_delay=self.max_delay_ms / 1000, in_flight=self.in_flight
+        )
 
 
 class LimitsSection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

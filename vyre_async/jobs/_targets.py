@@ -65,8 +65,9 @@ class LocalTarget:
         self.device = device
         self._execute = execute
         self._telemetry = telemetry
-        # Two blocks per device keep every device's batcher slot busy.
-        self.concurrency = max(4, 2 * session.devices)
+        in_flight = session.batching.in_flight if session.batching is not None else 1
+        # Two blocks per batcher slot keep every slot busy while results are recorded.
+        self.concurrency = max(4, 2 * session.devices * in_flight)
 
     async def run(self, workload: WorkloadSection, sources: np.ndarray) -> BlockResult:
         """Run one block on the session (through its batcher)."""

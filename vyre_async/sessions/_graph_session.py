@@ -81,12 +81,18 @@ class BatchingConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         queue_size: Queries that may wait; a full queue blocks callers, or rejects
             them with QueueFullError when ``reject_when_full``.
         reject_when_full: Reject rather than block when the queue is full.
+        in_flight: Batches that may run at once on each device. With 2, one batch's
+            host work (scratch allocation, launches, readback) overlaps the other's
+            traversal, which pays when full batches queue back to back (a batch
+            job); with 1, queries that arrive while a batch runs wait for it and
+            join the next one, so batches are fuller.
     """
 
     max_batch: Annotated[int, msgspec.Meta(ge=1, le=1024)] = 1024
     max_delay: Annotated[float, msgspec.Meta(ge=0)] = 0.0005
     queue_size: Annotated[int, msgspec.Meta(ge=1)] = 65536
     reject_when_full: bool = False
+    in_flight: Annotated[int, msgspec.Meta(ge=1, le=8)] = 1
 
 
 class SessionState(enum.Enum):
@@ -171,7 +177,7 @@ class ResidentGraphSession:
             reject_when_full=config.reject_when_full,
             lanes=block_lanes,
             group=block_group,
-            max_in_flight=len(self._replicas),  # one batch per device at a time
+            max_in_flight=config.in_flight * len(self._replicas),
             name="resident-graph query batcher",
         )
         task_group = anyio.create_task_group()
@@ -243,6 +249,11 @@ class ResidentGraphSession:
             if error is None:
                 raise
             raise error from None
+
+    @property
+    def batching(self) -> BatchingConfig | None:
+        """How concurrent queries are coalesced (``None``: each call runs alone)."""
+        return self._batching
 
     # ----------------------------------------------------------------- replicas
     @property
