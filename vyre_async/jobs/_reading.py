@@ -15,7 +15,14 @@ from typing import TYPE_CHECKING, Any, Literal, overload
 
 from ..errors import ConfigurationError, UnsupportedFeatureError
 from ._atomic import Folder
-from ._columns import PYARROW_FIX, optional, parquet_table, records_table, to_pandas
+from ._columns import (
+    PYARROW_FIX,
+    json_lines_table,
+    optional,
+    parquet_table,
+    records_table,
+    to_pandas,
+)
 from ._layout import CHUNKS_DIR
 from ._records import ChunkEntry, ItemRecord
 from ._verify import chunk_records, damaged, open_output, read_chunk
@@ -94,17 +101,17 @@ def _table(folder: Path, pa: Any) -> Any:
     tables = []
     with _committed_chunks(folder) as (chunks, entries):
         for entry in entries:
-            if entry.name.endswith(".parquet"):
-                pq = optional("pyarrow.parquet", "reading Parquet chunks", ConfigurationError)
-                data = read_chunk(folder, chunks, entry)
-                try:
+            data = read_chunk(folder, chunks, entry)
+            try:
+                if entry.name.endswith(".parquet"):
+                    pq = optional("pyarrow.parquet", "reading Parquet chunks", ConfigurationError)
                     tables.append(parquet_table(pa, pq, data))
-                except ValueError as exc:
-                    raise damaged(
-                        folder, chunks.path / entry.name, f"does not hold valid records ({exc})"
-                    ) from None
-            else:
-                tables.append(records_table(pa, chunk_records(folder, chunks, entry)))
+                else:
+                    tables.append(json_lines_table(pa, data))
+            except ValueError as exc:
+                raise damaged(
+                    folder, chunks.path / entry.name, f"does not hold valid records ({exc})"
+                ) from None
     if not tables:
         return records_table(pa, [])
     return pa.concat_tables(tables)
