@@ -371,3 +371,23 @@ async def test_outputs_on_the_device_come_back_as_resident_buffers(
         for buffer in (got["y"], total["out"]):
             await backend.free(buffer)
     np.testing.assert_array_equal(y, y_before)
+
+
+async def test_a_dispatch_leaves_no_reference_cycle_holding_an_exported_buffer(
+    cuda: Any, sim: cuda_sim.SimulatedDriver
+) -> None:
+    """Once freed and dropped, an exported buffer a dispatch used is released at once,
+    by reference counting alone (no garbage collection needed)."""
+    x = np.ones(256, np.float32)
+    got = await cuda.dispatch(axpy, {"x": x, "y": x}, a=1.0, outputs="device")
+    resident = got["y"]
+    await cuda.dispatch(axpy, {"x": x, "y": resident}, a=1.0)  # a cached bound launch too
+    resident.__cuda_array_interface__  # noqa: B018 - exported
+    baseline = cuda.live_allocations()["device"]
+    gc.disable()
+    try:
+        await cuda.free(resident)
+        del got, resident
+        assert cuda.live_allocations()["device"] == baseline - 1
+    finally:
+        gc.enable()

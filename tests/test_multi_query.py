@@ -68,9 +68,54 @@ async def test_bfs_many_refuses_bad_sources_with_a_fix(
         va.open_backend("cpu") as backend,
         backend.resident_graph(graph, batching=batching) as session,
     ):
-        for bad in ([0, graph.num_vertices], [3, -1]):
+        n = graph.num_vertices
+        for bad in ([0, n], [3, -1], np.array([1, n + 5], np.int64), np.array([[0, 1]])):
             with pytest.raises(va.ValidationError, match="Fix:"):
                 await session.bfs_many(bad)
+        with pytest.raises(va.ValidationError, match=rf"source vertex {n + 5} .*Fix:"):
+            await session.bfs_many(np.array([1, n + 5, 2, -3], np.int64))
+        for wrong in ([True, False], [0.5, 1.0], ["0"]):
+            with pytest.raises(TypeError, match="int vertex id"):
+                await session.bfs_many(wrong)  # type: ignore[arg-type]
+        for kwargs in (
+            {"k": -1},
+            {"k": True},
+            {"readback": "all"},
+            {"readback": "targets"},
+            {"readback": "targets", "targets": [n]},
+        ):
+            with pytest.raises(va.ValidationError, match="Fix:"):
+                await session.bfs_many([0, 1], **kwargs)  # type: ignore[arg-type]
+        # Nothing refused left anything behind: the session still answers.
+        assert (await session.bfs_many([0], readback="counts")).shape == (1,)
+
+
+@pytest.mark.parametrize("batching", [None, va.BatchingConfig(max_batch=16)])
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.uint16])
+async def test_bfs_many_takes_integer_arrays_and_keeps_no_reference(
+    rng: np.random.Generator, batching: va.BatchingConfig | None, dtype: type[np.integer]
+) -> None:
+    """A NumPy array of sources gives the same rows as the list; changing it after the
+    call starts does not change what runs."""
+    graph = GRAPH_SHAPES["rmat_skewed"](rng)
+    sources = rng.integers(0, graph.num_vertices, 50).astype(dtype)
+    want = np.stack([scipy_levels(graph, int(s)) for s in sources])
+    async with (
+        va.open_backend("cpu") as backend,
+        backend.resident_graph(graph, batching=batching) as session,
+    ):
+        running = session.bfs_many(sources)
+        async with anyio.create_task_group() as tg:
+            result: list[np.ndarray] = []
+
+            async def call() -> None:
+                result.append(await running)
+
+            tg.start_soon(call)
+            for _ in range(3):  # the call's first step runs (trio shuffles each batch)
+                await anyio.lowlevel.checkpoint()
+            sources[:] = 0  # the caller reuses its array while the call runs
+    np.testing.assert_array_equal(result[0], want)
 
 
 async def test_concurrent_queries_are_coalesced_and_each_gets_its_own_result(

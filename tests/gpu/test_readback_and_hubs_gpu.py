@@ -259,7 +259,8 @@ async def test_bfs_into_page_locked_levels_equals_scipy(
     """bfs(out=pinned) equals SciPy and pagerank(out=pinned) the same run into a new array."""
     if cupyx is None:
         pytest.skip("CuPy (which allocates the page-locked array) is not installed")
-    graph = rmat(19, 8, seed=int(rng.integers(2**31)))
+    seed = int(rng.integers(2**31))
+    graph = await anyio.to_thread.run_sync(lambda: rmat(19, 8, seed=seed))  # threads: off the loop
     n = graph.num_vertices
     pinned = await anyio.to_thread.run_sync(cupyx.empty_pinned, (n,), np.int32)
     ranks = await anyio.to_thread.run_sync(cupyx.empty_pinned, (n,), np.float32)

@@ -1838,6 +1838,18 @@ class CudaBackend(BackendCore[DeviceAllocation]):
         else:
             self._memory.release(block)
 
+    async def free(self, buffer: ResidentBuffer) -> None:
+        """Release a resident buffer (see :meth:`BackendCore.free`).
+
+        Bound launches of the freed buffer leave the launch cache: they would refuse it
+        anyway, and they must not keep its handle (whose lifetime an export's memory
+        follows) alive.
+        """
+        await super().free(buffer)
+        stale = [key for key, launch in self._launches.items() if buffer in launch.uses]
+        for key in stale:
+            self._free_spares(self._launches.pop(key))
+
     def _detach(self, storage: DeviceAllocation) -> None:
         """Closing with ``storage`` exported: the pool (which frees everything on close)
         forgets its block, freed once the last exported view is gone."""

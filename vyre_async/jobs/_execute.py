@@ -58,8 +58,8 @@ async def execute_block(
         return BlockResult(ranks=ranks)
     k = workload.k if workload.kind == "khop" else None
     if workload.kind == "reach" or workload.readback == "counts":
-        return BlockResult(counts=await session.bfs_many(sources.tolist(), k=k, readback="counts"))
-    return BlockResult(rows=await session.bfs_many(sources.tolist(), k=k, readback="levels"))
+        return BlockResult(counts=await session.bfs_many(sources, k=k, readback="counts"))
+    return BlockResult(rows=await session.bfs_many(sources, k=k, readback="levels"))
 
 
 def count_records(

@@ -10,14 +10,14 @@ runs allocate nothing. Every run adds its telemetry delta to the session's count
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 
 import numpy as np
 
 from ..backends import ResidentBuffer, SequenceStep
 from ..kernels import MSBFS_MAX_WORDS, _bfs, _pagerank
 from ._multi_query import MultiSourceTraversal
-from ._planner import TraversalQuery, plan_multi_query
+from ._planner import TraversalShape, lane_chunks
 from ._repeat import prepare_batches, run_prepared, run_until_done
 from ._replica import BfsScratch, GraphReplica
 from ._stats import RunCounters
@@ -240,29 +240,32 @@ async def traverse_many(
     replica: GraphReplica,
     counters: RunCounters,
     num_vertices: int,
-    queries: Sequence[TraversalQuery],
+    shape: TraversalShape,
+    sources: np.ndarray,
     budget_bytes: int | None = None,
 ) -> list[np.ndarray]:
-    """Multi-source traversals of ``queries`` on one replica; rows per chunk, in order.
+    """Multi-source traversals of ``sources`` (int32, checked) on one replica.
 
-    Queries of one group are cut into consecutive chunks, so for one group the rows
-    of all chunks, concatenated, follow ``queries``.
+    The queries are cut into consecutive chunks, so the rows of all chunks,
+    concatenated, follow ``sources``.
     """
     graph_bytes = replica.graph_bytes
-    plan = plan_multi_query(
-        queries,
+    chunks = lane_chunks(
+        len(sources),
+        shape,
         num_vertices=num_vertices,
         graph_bytes=graph_bytes,
         budget_bytes=budget_bytes
         if budget_bytes is not None
         else graph_bytes + DEFAULT_QUERY_BUDGET,
         max_words=MSBFS_MAX_WORDS,
+        first="each query",
     )
     backend = replica.backend
     before = backend.activity()
     started = time.perf_counter_ns()
     runner = MultiSourceTraversal(backend, replica.buffers, num_vertices)
-    rows = [await runner.run(chunk) for chunk in plan.chunks]
+    rows = [await runner.run(shape, sources[start:stop], words) for start, stop, words in chunks]
     counters.add_run(
         before,
         backend.activity(),

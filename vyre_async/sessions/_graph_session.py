@@ -14,10 +14,9 @@ taken out and its work runs again on the others.
 from __future__ import annotations
 
 import enum
-import itertools
 from collections.abc import Awaitable, Callable, Sequence
 from types import TracebackType
-from typing import Annotated, Any, Literal, Self, TypeVar
+from typing import Annotated, Any, Self, TypeVar
 
 import anyio
 import msgspec
@@ -41,7 +40,7 @@ from ._analyses import (
 )
 from ._batch_stats import BatcherStats
 from ._batcher import DynamicBatcher
-from ._planner import Readback, TraversalQuery
+from ._planner import Readback, TraversalShape
 from ._query_block import QueryBlock, block_group, block_lanes, split_rows
 from ._replica import GraphReplica, shares_order
 from ._stats import RunCounters, SessionStats
@@ -50,6 +49,10 @@ __all__ = ["DEFAULT_QUERY_BUDGET", "BatchingConfig", "ResidentGraphSession", "Se
 
 _log = get_logger("vyre_async.sessions")
 T = TypeVar("T")
+
+#: The shapes of a single ``bfs`` and ``reach_count`` query in a batch.
+_BFS = TraversalShape()
+_REACH = TraversalShape(kind="reach", readback="counts")
 
 
 async def _to_device_array(replica: GraphReplica, levels: np.ndarray, out: Any) -> Any:
@@ -129,7 +132,6 @@ class ResidentGraphSession:
         self._batching = batching
         self._batcher: DynamicBatcher[QueryBlock, Any] | None = None
         self._task_group: anyio.abc.TaskGroup | None = None
-        self._query_ids = itertools.count()
         self._shares_order: np.ndarray | None = None
         self._shares_order_lock = anyio.Lock()
 
@@ -317,8 +319,7 @@ class ResidentGraphSession:
         if out is not None:
             check_out(out, np.dtype(np.int32), self._graph.num_vertices)
         if self._batcher is not None:
-            query = TraversalQuery(id=0, source=source)
-            levels: np.ndarray = await self._submit_one(query, priority, queue_timeout)
+            levels: np.ndarray = await self._submit_one(_BFS, source, priority, queue_timeout)
             if out is None:
                 return levels
             if is_foreign(out):  # a device array: batches are unpacked on the host
@@ -338,8 +339,8 @@ class ResidentGraphSession:
             raise ValidationError(f"k must be a non-negative int, got {k!r}", fix="pass k >= 0.")
         source = self._checked(source)
         if self._batcher is not None:
-            query = TraversalQuery(id=0, source=source, kind="khop", k=k)
-            vertices: np.ndarray = await self._submit_one(query, priority, queue_timeout)
+            shape = TraversalShape(kind="khop", k=k)
+            vertices: np.ndarray = await self._submit_one(shape, source, priority, queue_timeout)
             return vertices
         levels = await self._on_replica(lambda r: self._levels_on(r, source, k))
         return await anyio.to_thread.run_sync(_reached_vertices, levels)
@@ -353,8 +354,7 @@ class ResidentGraphSession:
         """
         source = self._checked(source)
         if self._batcher is not None:
-            query = TraversalQuery(id=0, source=source, kind="reach")
-            return int(await self._submit_one(query, priority, queue_timeout))
+            return int(await self._submit_one(_REACH, source, priority, queue_timeout))
         return await self._on_replica(lambda r: self._count_on(r, source))
 
     async def _levels_on(
@@ -441,7 +441,7 @@ class ResidentGraphSession:
 
     async def bfs_many(
         self,
-        sources: Sequence[int],
+        sources: Sequence[int] | np.ndarray,
         *,
         k: int | None = None,
         readback: Readback = "levels",
@@ -457,7 +457,8 @@ class ResidentGraphSession:
         they run as traversals planned for this call alone.
 
         Args:
-            sources: One source per query (duplicates allowed).
+            sources: One source per query (duplicates allowed): a sequence of ints
+                or a 1-D integer array.
             k: Hop limit (k-hop queries) or ``None`` for a full traversal.
             readback: ``"levels"`` (every vertex), ``"counts"`` (reached vertices) or
                 ``"targets"`` (the levels of ``targets`` only).
@@ -474,25 +475,61 @@ class ResidentGraphSession:
             counts; -1 where unreached.
         """
         self._check_open()
-        kind: Literal["bfs", "khop"] = "khop" if k is not None else "bfs"
-        target_ids = tuple(int(t) for t in targets)
+        shape = self._many_shape(k, readback, targets)
+        array = self._source_array(sources)
         if self._batcher is not None:
-            return await self._submit_many(
-                [int(s) for s in sources], kind, k, readback, target_ids, priority, queue_timeout
-            )
-        queries = [
-            TraversalQuery(
-                id=i, source=int(s), kind=kind, k=k, readback=readback, targets=target_ids
-            )
-            for i, s in enumerate(sources)
-        ]
+            return await self._submit_many(array, shape, priority, queue_timeout)
+        if not len(array):
+            return self._no_rows(readback, len(shape.targets))
         n = self._graph.num_vertices
         rows = await self._on_replica(
-            lambda r: traverse_many(r, self._counters, n, queries, budget_bytes)
+            lambda r: traverse_many(r, self._counters, n, shape, array, budget_bytes)
         )
-        if not rows:
-            return self._no_rows(readback, len(targets))
-        return np.concatenate(rows)
+        return rows[0] if len(rows) == 1 else np.concatenate(rows)
+
+    def _many_shape(
+        self, k: int | None, readback: Readback, targets: Sequence[int]
+    ) -> TraversalShape:
+        """``bfs_many``'s parameters as one traversal shape, checked."""
+        if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 0):
+            raise ValidationError(
+                f"k must be a non-negative int or None, got {k!r}",
+                fix="pass k >= 0 for k-hop queries, or leave it None for full traversals.",
+            )
+        if readback not in ("levels", "counts", "targets"):
+            raise ValidationError(
+                f"readback must be 'levels', 'counts' or 'targets', got {readback!r}",
+                fix="pick one of 'levels', 'counts' and 'targets'.",
+            )
+        target_ids = tuple(int(t) for t in targets)
+        n = self._graph.num_vertices
+        if readback == "targets" and (not target_ids or not all(0 <= t < n for t in target_ids)):
+            raise ValidationError(
+                f"a 'targets' readback needs targets in [0, {n - 1}], got {list(target_ids)[:5]}",
+                fix="pass the vertices whose levels you want, or readback='levels'.",
+            )
+        return TraversalShape("khop" if k is not None else "bfs", k, readback, target_ids)
+
+    def _source_array(self, sources: Sequence[int] | np.ndarray) -> np.ndarray:
+        """``sources`` as a fresh int32 array, every vertex checked against the graph."""
+        array = np.asarray(sources)
+        if array.size == 0:
+            return np.empty(0, np.int32)
+        if array.ndim != 1:
+            raise ValidationError(
+                f"sources must be one-dimensional, got shape {array.shape}",
+                fix="pass a flat sequence (or 1-D array) of vertex ids.",
+            )
+        if array.dtype.kind not in "iu":
+            # Not plain integers (bools, floats, Python ints past int64...): the first
+            # source that is not a vertex id names itself.
+            for source in array.tolist():
+                self._check_source(source)
+            array = array.astype(np.int64)
+        n = self._graph.num_vertices
+        if array.min() < 0 or array.max() >= n:
+            self._check_source(int(array[np.flatnonzero((array < 0) | (array >= n))[0]]))
+        return array.astype(np.int32)
 
     def _no_rows(self, readback: Readback, num_targets: int) -> np.ndarray:
         width = (
@@ -504,32 +541,18 @@ class ResidentGraphSession:
 
     async def _submit_many(
         self,
-        sources: list[int],
-        kind: Literal["bfs", "khop"],
-        k: int | None,
-        readback: Readback,
-        targets: tuple[int, ...],
+        sources: np.ndarray,
+        shape: TraversalShape,
         priority: int,
         queue_timeout: float | None,
     ) -> np.ndarray:
         """``bfs_many`` through the batcher: blocks of up to ``max_batch`` queries."""
-        self._check_open()
-        if sources and (min(sources) < 0 or max(sources) >= self._graph.num_vertices):
-            # One C-level scan for the common case; the first bad source names itself.
-            for source in sources:
-                self._check_source(source)
-        if not sources:
-            return self._no_rows(readback, len(targets))
-        ids = self._query_ids
-        queries = tuple(
-            TraversalQuery(
-                id=next(ids), source=s, kind=kind, k=k, readback=readback, targets=targets
-            )
-            for s in sources
-        )
-        size = self._batching.max_batch if self._batching is not None else len(queries)
+        if not len(sources):
+            return self._no_rows(shape.readback, len(shape.targets))
+        size = self._batching.max_batch if self._batching is not None else len(sources)
         blocks = [
-            QueryBlock(queries[i : i + size], rows=True) for i in range(0, len(queries), size)
+            QueryBlock(shape, sources[i : i + size], rows=True)
+            for i in range(0, len(sources), size)
         ]
         parts: list[np.ndarray] = [np.empty(0, np.int32)] * len(blocks)
 
@@ -553,11 +576,10 @@ class ResidentGraphSession:
         return int(source)
 
     async def _submit_one(
-        self, query: TraversalQuery, priority: int, queue_timeout: float | None
+        self, shape: TraversalShape, source: int, priority: int, queue_timeout: float | None
     ) -> Any:
-        readback = "counts" if query.kind == "reach" else "levels"
-        query = msgspec.structs.replace(query, id=next(self._query_ids), readback=readback)
-        return await self._submit(QueryBlock((query,), rows=False), priority, queue_timeout)
+        block = QueryBlock(shape, np.array([source], np.int32), rows=False)
+        return await self._submit(block, priority, queue_timeout)
 
     async def _submit(self, block: QueryBlock, priority: int, queue_timeout: float | None) -> Any:
         if self._batcher is None:  # closed while the caller was on its way in
@@ -571,30 +593,31 @@ class ResidentGraphSession:
 
     async def _batch_on(self, replica: GraphReplica, blocks: Sequence[QueryBlock]) -> list[Any]:
         """One query alone, or one multi-source traversal of every block's queries."""
-        first_block = blocks[0]
-        first = first_block.queries[0]
-        if len(blocks) == 1 and first_block.lanes == 1 and first.readback != "targets":
+        first = blocks[0]
+        shape = first.shape
+        if len(blocks) == 1 and first.lanes == 1 and shape.readback != "targets":
             # A lone query: the single-source, direction-optimizing traversal.
-            max_level = first.k if first.kind == "khop" and first.k is not None else UNLIMITED
-            if first.kind == "reach" or first.readback == "counts":
-                count = await self._count_on(replica, first.source, max_level)
-                return [np.array([count], np.int32) if first_block.rows else count]
-            levels = await self._levels_on(replica, first.source, max_level)
-            return [levels[None, :] if first_block.rows else await self._shape(first, levels)]
-        queries = [q for block in blocks for q in block.queries]
+            source = int(first.sources[0])
+            max_level = shape.k if shape.kind == "khop" and shape.k is not None else UNLIMITED
+            if shape.kind == "reach" or shape.readback == "counts":
+                count = await self._count_on(replica, source, max_level)
+                return [np.array([count], np.int32) if first.rows else count]
+            levels = await self._levels_on(replica, source, max_level)
+            return [levels[None, :] if first.rows else await self._shape(shape, levels)]
+        sources = first.sources if len(blocks) == 1 else np.concatenate([b.sources for b in blocks])
         n = self._graph.num_vertices
-        # One group per batch, so the chunks are consecutive runs of the queries in order.
-        chunk_rows = await traverse_many(replica, self._counters, n, queries)
+        # One shape per batch, so the chunks are consecutive runs of the sources in order.
+        chunk_rows = await traverse_many(replica, self._counters, n, shape, sources)
         rows = chunk_rows[0] if len(chunk_rows) == 1 else np.concatenate(chunk_rows)
         results: list[Any] = []
         for block, part in zip(blocks, split_rows(blocks, rows), strict=True):
-            results.append(part if block.rows else await self._shape(block.queries[0], part[0]))
+            results.append(part if block.rows else await self._shape(shape, part[0]))
         return results
 
-    async def _shape(self, query: TraversalQuery, row: np.ndarray) -> Any:
-        if query.kind == "reach":
+    async def _shape(self, shape: TraversalShape, row: np.ndarray) -> Any:
+        if shape.kind == "reach":
             return int(row)
-        if query.kind == "khop":
+        if shape.kind == "khop":
             return await anyio.to_thread.run_sync(_reached_vertices, row)
         return row
 

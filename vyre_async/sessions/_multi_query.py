@@ -14,12 +14,12 @@ import numpy as np
 
 from ..backends import Backend, ReadRange, ResidentBuffer, SequenceStep
 from ..kernels import _msbfs as ms
-from ._planner import LANES_PER_WORD, QueryChunk
+from ._planner import LANES_PER_WORD, TraversalShape
 from ._repeat import run_until_done
 
 
 class MultiSourceTraversal:
-    """Runs :class:`QueryChunk` s on one resident graph.
+    """Runs chunks of queries of one shape on one resident graph.
 
     Args:
         backend: The backend holding the graph.
@@ -38,22 +38,20 @@ class MultiSourceTraversal:
         #: Levels expanded by the traversals run so far.
         self.levels = 0
 
-    async def run(self, chunk: QueryChunk) -> np.ndarray:
-        """Run one chunk; return one row per query, in chunk order.
+    async def run(self, shape: TraversalShape, sources: np.ndarray, words: int) -> np.ndarray:
+        """Run one chunk: ``sources`` (int32, at most ``64 * words``) as bit lanes.
 
         Returns:
             int32 ``(queries, V)`` levels, ``(queries, K)`` target levels, or
-            ``(queries,)`` reached counts, by the chunk's readback (-1: unreached).
+            ``(queries,)`` reached counts, by ``shape``'s readback (-1: unreached).
         """
-        queries = chunk.queries
-        first = queries[0]
-        words = chunk.words
+        count = len(sources)
         lanes = LANES_PER_WORD * words
         n = self._n
-        sources = np.full(lanes, -1, dtype=np.int32)
-        sources[: len(queries)] = [q.source for q in queries]
-        max_level = first.k if first.kind == "khop" and first.k is not None else ms.MSBFS_UNLIMITED
-        readback = "counts" if first.kind == "reach" else first.readback
+        lane_sources = np.full(lanes, -1, dtype=np.int32)
+        lane_sources[:count] = sources
+        max_level = shape.k if shape.kind == "khop" and shape.k is not None else ms.MSBFS_UNLIMITED
+        readback = "counts" if shape.kind == "reach" else shape.readback
         backend = self._backend
         owned: list[ResidentBuffer] = []
 
@@ -63,7 +61,7 @@ class MultiSourceTraversal:
             return buffer
 
         try:
-            src = await backend.upload(sources)
+            src = await backend.upload(lane_sources)
             owned.append(src)
             visited = await alloc(n * words, np.uint64)
             a = await alloc(n * words, np.uint64)
@@ -81,9 +79,9 @@ class MultiSourceTraversal:
             record: list[tuple[object, dict[str, ResidentBuffer]]] = []
             output: ResidentBuffer | None = None
             if readback == "targets":
-                targets = await backend.upload(np.asarray(first.targets, dtype=np.int32))
+                targets = await backend.upload(np.asarray(shape.targets, dtype=np.int32))
                 owned.append(targets)
-                output = await alloc(lanes * len(first.targets), np.int32)
+                output = await alloc(lanes * len(shape.targets), np.int32)
                 tb = {"targets": targets, "target_levels": output, "state": state}
                 prefix.append(SequenceStep(ms.msbfs_init_targets, {**tb, "sources": src}))
                 record.append((ms.msbfs_record_targets, {**tb, "offsets": g["offsets"]}))
@@ -131,11 +129,11 @@ class MultiSourceTraversal:
                     ],
                     reads=[ReadRange(counts)],
                 )
-                return result[: len(queries)]
+                return result[:count]
             assert output is not None
             rows = await backend.read(output)
-            width = len(first.targets) if readback == "targets" else n
-            return rows.reshape(lanes, width)[: len(queries)]
+            width = len(shape.targets) if readback == "targets" else n
+            return rows.reshape(lanes, width)[:count]
         finally:
             with anyio.CancelScope(shield=True):
                 await backend.settle(owned)

@@ -50,6 +50,37 @@ class TraversalQuery(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         """What queries sharing one traversal must agree on."""
         return (self.graph, self.kind, self.k, self.readback, self.targets)
 
+    @property
+    def shape(self) -> TraversalShape:
+        """The query without its id and source: what its traversal runs."""
+        return TraversalShape(self.kind, self.k, self.readback, self.targets, self.graph)
+
+
+class TraversalShape(msgspec.Struct, frozen=True):
+    """What every query of one multi-source traversal shares (all but id and source).
+
+    Attributes:
+        kind: As :attr:`TraversalQuery.kind`.
+        k: As :attr:`TraversalQuery.k`.
+        readback: As :attr:`TraversalQuery.readback`.
+        targets: As :attr:`TraversalQuery.targets`.
+        graph: As :attr:`TraversalQuery.graph`.
+    """
+
+    kind: TraversalKind = "bfs"
+    k: int | None = None
+    readback: Readback = "levels"
+    targets: tuple[int, ...] = ()
+    graph: str = "default"
+
+    def query_bytes(self, num_vertices: int) -> int:
+        """Device bytes of one query's readback buffer."""
+        if self.readback == "levels":
+            return 4 * num_vertices
+        if self.readback == "targets":
+            return 4 * len(self.targets)
+        return 4
+
 
 class QueryChunk(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """Queries that run as one multi-source traversal.
@@ -84,16 +115,72 @@ def chunk_bytes(num_vertices: int, words: int, queries: Iterable[TraversalQuery]
     Three bitsets (visited and two frontiers) of ``words`` per vertex, the sources,
     a state block, and each query's readback buffer.
     """
-    lanes = LANES_PER_WORD * words
-    total = 3 * 8 * num_vertices * words + 4 * lanes + 64
+    total = _fixed_bytes(num_vertices, words)
     for q in queries:
-        if q.readback == "levels":
-            total += 4 * num_vertices
-        elif q.readback == "targets":
-            total += 4 * len(q.targets)
-        else:
-            total += 4
+        total += q.shape.query_bytes(num_vertices)
     return total
+
+
+def _fixed_bytes(num_vertices: int, words: int) -> int:
+    """The bytes of a traversal of ``words`` per vertex that do not grow per query."""
+    return 3 * 8 * num_vertices * words + 4 * LANES_PER_WORD * words + 64
+
+
+def lane_chunks(
+    count: int,
+    shape: TraversalShape,
+    *,
+    num_vertices: int,
+    graph_bytes: int,
+    budget_bytes: int,
+    max_words: int,
+    first: str = "the first query",
+) -> list[tuple[int, int, int]]:
+    """Cut ``count`` queries of one shape into traversals that fit lanes and budget.
+
+    Args:
+        count: Queries, all of ``shape``.
+        shape: What they share; it sets each query's readback bytes.
+        num_vertices: Vertices of the graph.
+        graph_bytes: Device bytes of the resident graph (counted in every chunk).
+        budget_bytes: Device bytes the graph plus one chunk may use.
+        max_words: Most 64-bit words per vertex (lanes = 64 * words).
+        first: How an error names the first query.
+
+    Returns:
+        ``(start, stop, words)`` per chunk, in order: each as many queries as fit,
+        with the fewest words that hold them.
+
+    Raises:
+        ValidationError: Not even one query fits the budget.
+    """
+    per_query = shape.query_bytes(num_vertices)
+    room_for_chunks = budget_bytes - graph_bytes
+    chunks: list[tuple[int, int, int]] = []
+    start = 0
+    while start < count:
+        # The most words the remaining queries can use whose chunk fits; then as many
+        # queries as both lanes and bytes allow.
+        remaining = count - start
+        words = min(max_words, -(-remaining // LANES_PER_WORD))
+        while True:
+            room = room_for_chunks - _fixed_bytes(num_vertices, words)
+            take = min(remaining, LANES_PER_WORD * words, room // per_query if room > 0 else 0)
+            if take or words == 1:
+                break
+            words -= 1
+        if take == 0:
+            need = graph_bytes + _fixed_bytes(num_vertices, 1) + per_query
+            raise ValidationError(
+                f"{first} needs {need} bytes with the graph ({graph_bytes} bytes "
+                f"resident), over the budget of {budget_bytes} bytes",
+                fix="raise the memory budget, use a smaller graph, or ask for readback="
+                "'counts' or 'targets' instead of full levels.",
+            )
+        stop = start + take
+        chunks.append((start, stop, -(-take // LANES_PER_WORD)))
+        start = stop
+    return chunks
 
 
 def plan_multi_query(
@@ -130,7 +217,17 @@ def plan_multi_query(
         groups.setdefault(q.group, []).append(q)
     chunks: list[QueryChunk] = []
     for members in groups.values():
-        chunks.extend(_split(members, num_vertices, graph_bytes, budget_bytes, max_words))
+        for start, stop, words in lane_chunks(
+            len(members),
+            members[0].shape,
+            num_vertices=num_vertices,
+            graph_bytes=graph_bytes,
+            budget_bytes=budget_bytes,
+            max_words=max_words,
+            first=f"query {members[0].id!r}",
+        ):
+            group = tuple(members[start:stop])
+            chunks.append(QueryChunk(group, words, chunk_bytes(num_vertices, words, group)))
     return MultiQueryPlan(tuple(chunks), graph_bytes, budget_bytes)
 
 
@@ -159,44 +256,3 @@ def _check_query(q: TraversalQuery, num_vertices: int, seen: set[int | str]) -> 
                 f", got {list(q.targets)[:5]}",
                 fix="pass the vertices whose levels you want, or readback='levels'.",
             )
-
-
-def _split(
-    members: list[TraversalQuery],
-    num_vertices: int,
-    graph_bytes: int,
-    budget_bytes: int,
-    max_words: int,
-) -> list[QueryChunk]:
-    chunks: list[QueryChunk] = []
-    start = 0
-    while start < len(members):
-        # Largest word count whose lanes the remaining queries can use and whose chunk
-        # fits; then as many queries as both lanes and bytes allow.
-        remaining = len(members) - start
-        words = min(max_words, -(-remaining // LANES_PER_WORD))
-        while True:
-            take = min(remaining, LANES_PER_WORD * words)
-            while (
-                take
-                and graph_bytes + chunk_bytes(num_vertices, words, members[start : start + take])
-                > budget_bytes
-            ):
-                take -= 1
-            if take or words == 1:
-                break
-            words -= 1
-        if take == 0:
-            first = members[start]
-            need = graph_bytes + chunk_bytes(num_vertices, 1, [first])
-            raise ValidationError(
-                f"query {first.id!r} needs {need} bytes with the graph ({graph_bytes} bytes "
-                f"resident), over the budget of {budget_bytes} bytes",
-                fix="raise the memory budget, use a smaller graph, or ask for readback="
-                "'counts' or 'targets' instead of full levels.",
-            )
-        words = max(1, -(-take // LANES_PER_WORD))
-        group = tuple(members[start : start + take])
-        chunks.append(QueryChunk(group, words, chunk_bytes(num_vertices, words, group)))
-        start += take
-    return chunks

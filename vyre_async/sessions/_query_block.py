@@ -13,33 +13,36 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ._planner import TraversalQuery
+from ._planner import TraversalShape
 
 
 class QueryBlock:
-    """Queries of one group that enter a batch together.
+    """Queries of one shape that enter a batch together.
 
     Args:
-        queries: At least one query; all share one :attr:`TraversalQuery.group`.
+        shape: What every query of the block runs (kind, k, readback, targets).
+        sources: int32 source vertices, one query (one batch lane) each, checked
+            against the graph by the caller.
         rows: Return the block's raw rows as one array (``bfs_many``) rather than
             one shaped result for a lone query.
     """
 
-    __slots__ = ("queries", "rows")
+    __slots__ = ("rows", "shape", "sources")
 
-    def __init__(self, queries: tuple[TraversalQuery, ...], *, rows: bool) -> None:
-        self.queries = queries
+    def __init__(self, shape: TraversalShape, sources: np.ndarray, *, rows: bool) -> None:
+        self.shape = shape
+        self.sources = sources
         self.rows = rows
 
     @property
     def lanes(self) -> int:
         """Batch lanes the block occupies: one per query."""
-        return len(self.queries)
+        return len(self.sources)
 
     @property
-    def group(self) -> tuple[object, ...]:
-        """What the block's batch mates must agree on (its first query's group)."""
-        return self.queries[0].group
+    def group(self) -> TraversalShape:
+        """What the block's batch mates must agree on."""
+        return self.shape
 
 
 def block_lanes(block: QueryBlock) -> int:
@@ -47,7 +50,7 @@ def block_lanes(block: QueryBlock) -> int:
     return block.lanes
 
 
-def block_group(block: QueryBlock) -> tuple[object, ...]:
+def block_group(block: QueryBlock) -> TraversalShape:
     """The batcher's ``group`` callable."""
     return block.group
 

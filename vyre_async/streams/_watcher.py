@@ -575,6 +575,7 @@ class CompletionWatcher:
             else:
                 self._give_back(event)
         works = fence.works
+        fence.works = []  # a finished work still names its fence: no cycle left to collect
         self._in_flight -= len(works)
         for work in works:
             try:
@@ -598,10 +599,12 @@ class CompletionWatcher:
         for lane in self._busy:
             for fence in lane.sealed:
                 works += fence.works
+                fence.works = []
                 if fence.event is not None:
                     lane.spare_events.append(fence.event)
             if lane.open is not None:
                 works += lane.open.works
+                lane.open.works = []
             lane.sealed.clear()
             lane.open = None
         self._busy.clear()
@@ -615,6 +618,8 @@ class CompletionWatcher:
         """
         lost = self._health.mark_lost(error) if self._health is not None else error
         works = [work for fence in taken for work in fence.works]
+        for fence in taken:
+            fence.works = []
         self._in_flight -= len(works)
         works += self._take_all()
         logger.error("completions_failed_device_lost", count=len(works), reason=lost.what)
