@@ -554,3 +554,28 @@ def test_read_records_checks_each_chunk_against_its_checksum(
     with pytest.raises(va.ConfigurationError, match="checksum") as info:
         list(read_records(out))
     assert path in str(info.value)
+
+
+def test_a_run_stopped_while_making_its_subfolders_leaves_a_folder_the_next_run_takes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Death after chunks/ is made (as kill -9 there would leave it): the manifest came
+    first, so a plain run afterwards completes instead of refusing chunks/ without one."""
+    job = write_job(tmp_path, [{"kind": "reach", "sources": [0, 1, 2]}])
+    subfolder = Folder.subfolder
+
+    def dies_at_arrays(self: Folder, name: str, *, create: bool) -> Folder:
+        if name == "arrays":
+            raise KeyboardInterrupt  # stands for the process ending here
+        return subfolder(self, name, create=create)
+
+    monkeypatch.setattr(Folder, "subfolder", dies_at_arrays)
+    with pytest.raises(KeyboardInterrupt):
+        main(["run", str(job)])
+    monkeypatch.undo()
+    out = tmp_path / "out"
+    assert (out / "chunks").is_dir()
+    assert (out / "manifest.json").exists()
+    code, _, err = _run(capsys, str(job))
+    assert code == 0, err
+    assert sorted(r.id for r in read_records(out)) == [0, 1, 2]

@@ -248,6 +248,15 @@ class ResultStore:
         old = read_manifest(root) if MANIFEST_FILE in kinds else None
         if old is not None and old.chunks:
             check_same_job(root.path, old, fingerprint, total_items, resume, chunk_format)
+            manifest = msgspec.structs.replace(old, writer=new_writer(old))
+        else:  # new, or a folder whose manifest commits nothing: this job's now
+            manifest = Manifest(
+                FORMAT_VERSION, job, fingerprint, total_items, new_writer(old), chunk_format
+            )
+        if old is None:
+            # The manifest comes before chunks/ and arrays/: a run killed in between
+            # leaves a job's folder, never subfolders without a manifest (refused).
+            root.write(MANIFEST_FILE, _encoder.encode(manifest))
         chunks = root.subfolder(CHUNKS_DIR, create=True)
         try:
             arrays = root.subfolder(ARRAYS_DIR, create=True)
@@ -265,13 +274,8 @@ class ResultStore:
             for name in kinds:
                 if ROOT_TEMP.match(name):
                     root.remove(name)
-            if old is not None and old.chunks:
-                manifest = msgspec.structs.replace(old, writer=new_writer(old))
-            else:  # new, or a folder whose manifest commits nothing: this job's now
-                manifest = Manifest(
-                    FORMAT_VERSION, job, fingerprint, total_items, new_writer(old), chunk_format
-                )
-            root.write(MANIFEST_FILE, _encoder.encode(manifest))
+            if old is not None:  # its new writer token, once the folder was checked
+                root.write(MANIFEST_FILE, _encoder.encode(manifest))
         except BaseException:
             chunks.close()
             arrays.close()
