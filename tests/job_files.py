@@ -61,10 +61,11 @@ async def committed(folder: Path) -> list[va.jobs.ItemRecord]:
     return await anyio.to_thread.run_sync(lambda: list(va.jobs.read_records(folder)))
 
 
-async def load_npy(path: Path) -> np.ndarray:
-    """An ``.npy`` file, read off the event loop."""
-    array: np.ndarray = await anyio.to_thread.run_sync(lambda: np.load(path))
-    return array
+async def item_array(folder: Path, record: va.jobs.ItemRecord) -> np.ndarray:
+    """A committed record's full-result array, read off the event loop."""
+    assert record.array is not None, f"item {record.id} has no array"
+    array = record.array
+    return await anyio.to_thread.run_sync(lambda: va.jobs.read_item_array(folder, array, record.id))
 
 
 async def read_text(path: Path) -> str:

@@ -10,7 +10,7 @@ import anyio
 import numpy as np
 import pytest
 import ray
-from job_files import committed, expected_reach, job_file, load_npy, random_sources, rmat_graph
+from job_files import committed, expected_reach, item_array, job_file, random_sources, rmat_graph
 
 import vyre_async as va
 from vyre_async.graphs import save_npz
@@ -69,11 +69,11 @@ async def test_a_ray_job_commits_the_same_result_set_as_a_local_one(tmp_path: Pa
     want = await committed(local_job / "out")
     key = lambda r: (r.id, r.source, r.reached, r.max_level, r.array is None)  # noqa: E731
     assert sorted(map(key, got)) == sorted(map(key, want))
-    arrays = {r.id: r.array for r in want if r.array is not None}
+    local = {r.id: r for r in want}
     for record in got:
         if record.array is not None:
-            mine = await load_npy(tmp_path / "out" / record.array)
-            theirs = await load_npy(local_job / "out" / arrays[record.id])
+            mine = await item_array(tmp_path / "out", record)
+            theirs = await item_array(local_job / "out", local[record.id])
             assert np.array_equal(mine, theirs)
     graph = rmat_graph()
     sources = random_sources(400, 8, graph.num_vertices)

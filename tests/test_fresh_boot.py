@@ -75,11 +75,16 @@ class _Store:
     class manifest:  # noqa: N801 - mirrors the attribute the committer reads
         failed = 0
 
+    has_staged = False  # no full-result arrays
+
     def __init__(self) -> None:
         self.chunks: list[int] = []
         self.committed = anyio.Event()
 
-    def commit(self, records: list[ItemRecord], failed: int) -> None:
+    def cut(self) -> None:
+        """The chunk has no array file."""
+
+    def commit(self, records: list[ItemRecord], failed: int, arrays: None) -> None:
         self.chunks.append(len(records))
         anyio.from_thread.run_sync(self.committed.set)  # called in a worker thread
 

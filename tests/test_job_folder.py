@@ -9,6 +9,7 @@ import os
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -45,9 +46,12 @@ def _snapshot(folder: Path) -> dict[str, str]:
     return found
 
 
-def _completed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[Path, Path]:
+def _completed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], chunk_format: str = "jsonl"
+) -> tuple[Path, Path]:
     """A complete job with several chunks and array files: (job file, output folder)."""
-    job = write_job(tmp_path, LEVELS, output={"commit_items": 8})
+    formats = {"format": chunk_format} if chunk_format != "jsonl" else {}
+    job = write_job(tmp_path, LEVELS, output={"commit_items": 8} | formats)
     code, _, err = _run(capsys, str(job))
     assert code == 0, err
     return job, tmp_path / "out"
@@ -109,7 +113,13 @@ def test_a_new_folder_holding_files_it_did_not_write_is_refused_and_they_are_kep
 
 @pytest.mark.parametrize(
     "attack",
-    ["unknown file in chunks", "log is a symlink", "chunks is a symlink", "array is a symlink"],
+    [
+        "unknown file in chunks",
+        "log is a symlink",
+        "chunks is a symlink",
+        "array is a symlink",
+        "an array file of a committed chunk without arrays",
+    ],
 )
 def test_a_job_folder_with_something_foreign_is_refused_on_resume_and_left_as_it_is(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], attack: str
@@ -126,8 +136,11 @@ def test_a_job_folder_with_something_foreign_is_refused_on_resume_and_left_as_it
     elif attack == "chunks is a symlink":
         (out / "chunks").rename(tmp_path / "moved")
         (out / "chunks").symlink_to(tmp_path / "moved")
-    else:
+    elif attack == "array is a symlink":
         (out / "arrays" / "999-0badc0de.npy").symlink_to(victim)
+    else:  # the last writer's token and a committed number: no run leaves such a file
+        seq = next(i for i, c in enumerate(_chunks(out)) if not c["files"])
+        (out / "arrays" / f"{seq:06d}-{_manifest(out)['writer']}.npz").write_bytes(b"x")
     before = _snapshot(out)
     code, _, err = _run(capsys, str(job), "--resume")
     assert code == 2, err
@@ -210,10 +223,78 @@ def _truncate_array(out: Path) -> str:
 
 def _replace_array(out: Path) -> str:
     path = _an_array(out)
-    values = np.load(path)
-    values[0] += 1
-    np.save(path, values)
+    with np.load(path) as npz:
+        members = {name: npz[name].copy() for name in npz.files}
+    first = next(iter(members))
+    members[first].flat[0] += 1
+    np.savez(path, **members)  # type: ignore[arg-type]
     return str(path)
+
+
+def _swap_array_files(out: Path) -> str:
+    files = [out / str(c["files"][0][0]) for c in _chunks(out) if c["files"]]  # type: ignore[index]
+    files[1].write_bytes(files[0].read_bytes())
+    return str(files[1])
+
+
+def _name_another_array_file_and_fix_the_checksum(out: Path) -> str:
+    chunks = _chunks(out)
+    index = _chunk_with(out, lambda entry, _: bool(entry["files"]))
+    other = next(c for i, c in enumerate(chunks) if c["files"] and i != index)
+    path = out / "chunks" / str(chunks[index]["name"])
+    own = str(chunks[index]["files"][0][0]).encode()  # type: ignore[index]
+    data = path.read_bytes().replace(own, str(other["files"][0][0]).encode(), 1)  # type: ignore[index]
+    path.write_bytes(data)
+
+    def fix(manifest: dict[str, object]) -> None:
+        chunk = manifest["chunks"][index]  # type: ignore[index]
+        chunk["bytes"], chunk["sha256"] = len(data), hashlib.sha256(data).hexdigest()
+
+    _write_manifest(out, fix)
+    return str(path)
+
+
+def _parquet_chunk(out: Path) -> tuple[int, Path]:
+    index = _chunk_with(out, lambda entry, _: int(entry["records"]) >= 2)  # type: ignore[call-overload]
+    return index, out / "chunks" / str(_chunks(out)[index]["name"])
+
+
+def _flip_a_parquet_byte(out: Path) -> str:
+    _, path = _parquet_chunk(out)
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    path.write_bytes(bytes(data))
+    return str(path)
+
+
+def _rewrite_parquet_and_fix_the_checksum(out: Path, change: Callable[[Any], Any]) -> str:
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    index, path = _parquet_chunk(out)
+    sink = pa.BufferOutputStream()
+    pq.write_table(change(pq.read_table(path)), sink)
+    data = sink.getvalue().to_pybytes()
+    path.write_bytes(data)
+
+    def fix(manifest: dict[str, object]) -> None:
+        chunk = manifest["chunks"][index]  # type: ignore[index]
+        chunk["bytes"], chunk["sha256"] = len(data), hashlib.sha256(data).hexdigest()
+
+    _write_manifest(out, fix)
+    return str(path)
+
+
+def _repeat_a_parquet_id(out: Path) -> str:
+    def repeat(table: Any) -> Any:
+        ids = table.column("id").to_pylist()
+        ids[1] = ids[0]
+        return table.set_column(0, table.schema.field(0), [ids])
+
+    return _rewrite_parquet_and_fix_the_checksum(out, repeat)
+
+
+def _drop_a_parquet_column(out: Path) -> str:
+    return _rewrite_parquet_and_fix_the_checksum(out, lambda table: table.drop_columns(["ok"]))
 
 
 def _delete_manifest(out: Path) -> str:
@@ -231,27 +312,49 @@ def _change_total(out: Path) -> str:
     return "of 10 items; this job has 65"
 
 
-TAMPERING: dict[str, Callable[[Path], str]] = {
-    "a digit of a committed chunk, same size": _flip_a_digit,
-    "a chunk that is no longer JSON, same size": _break_json,
-    "a record without its id, same size": _rename_id,
-    "a middle entry removed from the manifest": _drop_middle_entry,
-    "an id repeated inside a chunk, checksum fixed": _repeat_an_id_and_fix_the_checksum,
-    "a committed array deleted": _delete_array,
-    "a committed array truncated": _truncate_array,
-    "a committed array replaced": _replace_array,
-    "manifest.json deleted": _delete_manifest,
-    "a chunk name leading out of the folder": _escape_by_name,
-    "total_items changed in the manifest": _change_total,
+#: Changes to a complete job's folder, each with the chunk formats it applies to.
+TAMPERING: dict[str, tuple[tuple[str, ...], Callable[[Path], str]]] = {
+    "a digit of a committed chunk, same size": (("jsonl",), _flip_a_digit),
+    "a chunk that is no longer JSON, same size": (("jsonl",), _break_json),
+    "a record without its id, same size": (("jsonl",), _rename_id),
+    "a byte of a Parquet chunk, same size": (("parquet",), _flip_a_parquet_byte),
+    "a Parquet chunk without a column, checksum fixed": (("parquet",), _drop_a_parquet_column),
+    "an id repeated inside a Parquet chunk, checksum fixed": (("parquet",), _repeat_a_parquet_id),
+    "a middle entry removed from the manifest": (("jsonl", "parquet"), _drop_middle_entry),
+    "an id repeated inside a chunk, checksum fixed": (
+        ("jsonl",),
+        _repeat_an_id_and_fix_the_checksum,
+    ),
+    "a record naming another chunk's array file, checksum fixed": (
+        ("jsonl",),
+        _name_another_array_file_and_fix_the_checksum,
+    ),
+    "a committed array file deleted": (("jsonl", "parquet"), _delete_array),
+    "a committed array file truncated": (("jsonl", "parquet"), _truncate_array),
+    "an item's array replaced in its array file": (("jsonl", "parquet"), _replace_array),
+    "an array file copied over another": (("jsonl", "parquet"), _swap_array_files),
+    "manifest.json deleted": (("jsonl",), _delete_manifest),
+    "a chunk name leading out of the folder": (("jsonl",), _escape_by_name),
+    "total_items changed in the manifest": (("jsonl",), _change_total),
 }
 
 
-@pytest.mark.parametrize("tamper", TAMPERING.values(), ids=TAMPERING.keys())
+@pytest.mark.parametrize(
+    ("chunk_format", "tamper"),
+    [
+        pytest.param(chunk_format, tamper, id=f"{chunk_format}: {name}")
+        for name, (formats, tamper) in TAMPERING.items()
+        for chunk_format in formats
+    ],
+)
 def test_each_kind_of_tampering_is_refused_with_exit_2_naming_the_file(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], tamper: Callable[[Path], str]
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    chunk_format: str,
+    tamper: Callable[[Path], str],
 ) -> None:
     """--resume after the change: exit 2, the file (or number) named, a fix; nothing touched."""
-    job, out = _completed(tmp_path, capsys)
+    job, out = _completed(tmp_path, capsys, chunk_format)
     named = tamper(out)
     before = _snapshot(out)
     code, _, err = _run(capsys, str(job), "--resume")
@@ -278,8 +381,8 @@ def test_the_last_writers_uncommitted_files_are_removed_and_the_job_completes(
     leftovers = [
         out / "chunks" / f"000000-{writer}.jsonl",
         out / "chunks" / f".tmp-4242-000000-{writer}.jsonl",
-        out / "arrays" / f"3-{writer}.npy",
-        out / "arrays" / f".tmp-4242-5-{writer}.npy",
+        out / "arrays" / f"000000-{writer}.npz",
+        out / "arrays" / f".tmp-4242-000001-{writer}.npz",
     ]
     for path in leftovers:
         path.write_bytes(b"half written")
@@ -451,3 +554,28 @@ def test_read_records_checks_each_chunk_against_its_checksum(
     with pytest.raises(va.ConfigurationError, match="checksum") as info:
         list(read_records(out))
     assert path in str(info.value)
+
+
+def test_a_run_stopped_while_making_its_subfolders_leaves_a_folder_the_next_run_takes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Death after chunks/ is made (as kill -9 there would leave it): the manifest came
+    first, so a plain run afterwards completes instead of refusing chunks/ without one."""
+    job = write_job(tmp_path, [{"kind": "reach", "sources": [0, 1, 2]}])
+    subfolder = Folder.subfolder
+
+    def dies_at_arrays(self: Folder, name: str, *, create: bool) -> Folder:
+        if name == "arrays":
+            raise KeyboardInterrupt  # stands for the process ending here
+        return subfolder(self, name, create=create)
+
+    monkeypatch.setattr(Folder, "subfolder", dies_at_arrays)
+    with pytest.raises(KeyboardInterrupt):
+        main(["run", str(job)])
+    monkeypatch.undo()
+    out = tmp_path / "out"
+    assert (out / "chunks").is_dir()
+    assert (out / "manifest.json").exists()
+    code, _, err = _run(capsys, str(job))
+    assert code == 0, err
+    assert sorted(r.id for r in read_records(out)) == [0, 1, 2]

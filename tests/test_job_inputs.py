@@ -103,6 +103,10 @@ def nul_in_output_dir(folder: Path) -> Path:
     return _json(folder, _job(output={"dir": "o\x00ut"}))
 
 
+def unknown_output_format(folder: Path) -> Path:
+    return _json(folder, _job(output={"dir": "out", "format": "csv"}))
+
+
 def nul_in_graph_path(folder: Path) -> Path:
     return _json(folder, _job(graph={"kind": "edges", "path": "g\x00.txt"}))
 
@@ -206,6 +210,7 @@ CORPUS: dict[str, tuple[Callable[[Path], Path], str]] = {
     "source 2**63": (source_2_63, "$.workload[0].sources[0]"),
     "NUL in output.dir": (nul_in_output_dir, "$.output.dir"),
     "NUL in graph.path": (nul_in_graph_path, "$.graph.path"),
+    "output.format = 'csv'": (unknown_output_format, "expected one of 'jsonl', 'parquet'"),
     "k = 10**12": (absurd_k, "$.workload[0].k"),
     "tol = inf": (infinite_tol, "$.workload[0].tol"),
     "pagerank with sources = []": (pagerank_with_no_sources, "pagerank takes no sources"),

@@ -12,8 +12,8 @@ from graph_references import pagerank_float64, scipy_levels
 from job_files import (
     committed,
     expected_reach,
+    item_array,
     job_file,
-    load_npy,
     random_sources,
     read_text,
     rmat_graph,
@@ -88,7 +88,7 @@ async def test_levels_khop_reach_and_pagerank_items_write_arrays_equal_to_refere
     for record in records:
         if record.kind == "pagerank":
             assert record.array is not None
-            ranks = await load_npy(out / record.array)
+            ranks = await item_array(out, record)
             want = pagerank_float64(graph, 0.85)
             np.testing.assert_allclose(ranks, want, rtol=1e-4, atol=1e-7)
             assert record.top_vertex == int(np.argmax(ranks))
@@ -97,12 +97,12 @@ async def test_levels_khop_reach_and_pagerank_items_write_arrays_equal_to_refere
         dist = scipy_levels(graph, record.source)
         if record.workload == 0:
             assert record.array is not None
-            np.testing.assert_array_equal(await load_npy(out / record.array), dist)
+            np.testing.assert_array_equal(await item_array(out, record), dist)
             assert record.max_level == int(dist.max())
         elif record.workload == 1:
             assert record.array is not None
             want = np.flatnonzero((dist >= 0) & (dist <= 2))
-            np.testing.assert_array_equal(await load_npy(out / record.array), want)
+            np.testing.assert_array_equal(await item_array(out, record), want)
         elif record.workload == 2:
             assert record.reached == expected_reach(graph, record.source, k=1)
         else:

@@ -1,4 +1,8 @@
-"""The runner in child processes: kill -9 at random moments, signals at any moment, resumes."""
+"""The runner in child processes: kill -9 at random moments, signals at any moment, resumes.
+
+The kill and signal tests run in two variants: reach counts as JSON lines, and full BFS
+levels as Parquet chunks with one stacked array file per chunk.
+"""
 
 from __future__ import annotations
 
@@ -14,21 +18,33 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pytest
 from graph_references import scipy_levels
 from job_files import expected_reach, random_sources, rmat_graph, write_job
 
-from vyre_async.jobs import ItemRecord, read_records
+from vyre_async.jobs import open_item_arrays, read_records
 
 CHILD = Path(__file__).with_name("job_child.py")
 ITEMS = 1200
+#: What the kill and signal tests run: a workload and the chunk format.
+VARIANTS: dict[str, tuple[dict[str, object], str]] = {
+    "jsonl-counts": ({"kind": "reach"}, "jsonl"),
+    "parquet-levels": ({"kind": "bfs", "readback": "levels"}, "parquet"),
+}
+variants = pytest.mark.parametrize("variant", VARIANTS)
 
 
-def _job(folder: Path) -> Path:
+def _job(folder: Path, variant: str = "jsonl-counts", **limits: float) -> Path:
+    workload, chunk_format = VARIANTS[variant]
+    if chunk_format == "parquet":
+        pytest.importorskip("pyarrow", reason="pyarrow is in the test extra; CI runs this")
     return write_job(
         folder,
-        [{"kind": "reach", "sources": {"random": ITEMS, "seed": 2}}],
+        [{**workload, "sources": {"random": ITEMS, "seed": 2}}],
         batching={"max_batch": 8},
-        output={"commit_items": 24, "commit_interval_s": 0.02},
+        output={"commit_items": 24, "commit_interval_s": 0.02}
+        | ({"format": chunk_format} if chunk_format != "jsonl" else {}),
+        limits=limits,
     )
 
 
@@ -67,8 +83,10 @@ def _wait_for_a_commit(out: Path, child: subprocess.Popen[str]) -> None:
     raise AssertionError("the child committed nothing within 60 s")
 
 
-def _check_exactly_once(records: list[ItemRecord]) -> None:
-    """Every item once, each equal to SciPy's reach count from its seeded source."""
+def _check_exactly_once(out: Path) -> None:
+    """Every item once, each equal to SciPy's reach count from its seeded source; every
+    file in chunks/ and arrays/ committed; sampled levels equal SciPy's."""
+    records = list(read_records(out))
     ids = [r.id for r in records]
     assert len(ids) == len(set(ids)), "a record was committed twice"
     assert sorted(ids) == list(range(ITEMS))
@@ -79,19 +97,44 @@ def _check_exactly_once(records: list[ItemRecord]) -> None:
         assert record.ok
         assert record.source == sources[record.id]
         assert record.reached == reach[sources[record.id]]
+    chunks = json.loads((out / "manifest.json").read_text())["chunks"]
+    assert sorted(p.name for p in (out / "chunks").iterdir()) == sorted(c["name"] for c in chunks)
+    committed_arrays = sorted(f[0] for c in chunks for f in c["files"])
+    assert sorted(f"arrays/{p.name}" for p in (out / "arrays").iterdir()) == committed_arrays
+    with_arrays = [r for r in records if r.array is not None]
+    if with_arrays:
+        assert len(with_arrays) == ITEMS
+        assert len(committed_arrays) == len(chunks) < ITEMS // 2  # not one file per item
+        with open_item_arrays(out) as arrays:
+            for record in with_arrays[:: ITEMS // 40]:
+                levels = arrays.read(str(record.array), record.id)
+                np.testing.assert_array_equal(levels, scipy_levels(graph, sources[record.id]))
 
 
+def _chunk_ids(out: Path) -> list[int]:
+    """The ids in every chunk file under chunks/, read without vyre_async."""
+    ids: list[int] = []
+    for path in sorted((out / "chunks").iterdir()):
+        if path.suffix == ".parquet":
+            pq = pytest.importorskip("pyarrow.parquet")
+            ids += pq.read_table(path, columns=["id"]).column("id").to_pylist()
+        else:
+            ids += [json.loads(line)["id"] for line in path.read_text().splitlines()]
+    return ids
+
+
+@variants
 def test_kill_9_at_random_moments_then_resume_commits_every_item_exactly_once(
-    tmp_path: Path, rng: np.random.Generator
+    tmp_path: Path, rng: np.random.Generator, variant: str
 ) -> None:
     """SIGKILL four times at random points (any phase), resume: the uninterrupted result set."""
-    job = _job(tmp_path)
+    job = _job(tmp_path, variant)
     reference = tmp_path / "reference"
     child = _start(job, reference, resume=False, delay=0.005)
     _, stderr = child.communicate(timeout=120)
     assert child.returncode == 0, stderr
     want = sorted(read_records(reference), key=lambda r: r.id)
-    _check_exactly_once(want)
+    _check_exactly_once(reference)
 
     out = tmp_path / "killed"
     for _ in range(4):
@@ -106,14 +149,16 @@ def test_kill_9_at_random_moments_then_resume_commits_every_item_exactly_once(
     assert summary["status"] == "complete"
     got = sorted(read_records(out), key=lambda r: r.id)
     assert [(r.id, r.source, r.reached) for r in got] == [(r.id, r.source, r.reached) for r in want]
-    chunks = sorted((out / "chunks").glob("*.jsonl"))
-    lines = [line for p in chunks for line in p.read_text().splitlines()]
-    assert sorted(json.loads(line)["id"] for line in lines) == list(range(ITEMS))
+    _check_exactly_once(out)
+    assert sorted(_chunk_ids(out)) == list(range(ITEMS))
 
 
-def test_sigterm_drains_commits_and_exits_143_with_how_to_resume(tmp_path: Path) -> None:
+@variants
+def test_sigterm_drains_commits_and_exits_143_with_how_to_resume(
+    tmp_path: Path, variant: str
+) -> None:
     """First SIGTERM: in-flight work finishes and is committed, exit 143; resume completes."""
-    job = _job(tmp_path)
+    job = _job(tmp_path, variant)
     out = tmp_path / "out"
     child = _start(job, out, resume=False, delay=0.02)
     _wait_for_a_commit(out, child)
@@ -130,12 +175,15 @@ def test_sigterm_drains_commits_and_exits_143_with_how_to_resume(tmp_path: Path)
     assert summary["items_committed"] == len(first)
     resumed = _finish(job, out)
     assert resumed["items_skipped"] == len(first)
-    _check_exactly_once(list(read_records(out)))
+    _check_exactly_once(out)
 
 
-def test_a_second_signal_exits_at_once_and_leaves_committed_output_intact(tmp_path: Path) -> None:
+@variants
+def test_a_second_signal_exits_at_once_and_leaves_committed_output_intact(
+    tmp_path: Path, variant: str
+) -> None:
     """SIGINT twice: exit 130 without waiting for the drain; what was committed reads back."""
-    job = _job(tmp_path)
+    job = _job(tmp_path, variant)
     out = tmp_path / "out"
     child = _start(job, out, resume=False, delay=2.0)  # blocks far slower than the test
     _wait_for_a_commit(out, child)
@@ -148,7 +196,7 @@ def test_a_second_signal_exits_at_once_and_leaves_committed_output_intact(tmp_pa
     first = list(read_records(out))
     assert len({r.id for r in first}) == len(first)
     _finish(job, out)
-    _check_exactly_once(list(read_records(out)))
+    _check_exactly_once(out)
 
 
 def _lines(stream: object) -> queue.SimpleQueue[str]:
@@ -198,17 +246,12 @@ def _snapshot(folder: Path) -> dict[str, str]:
     }
 
 
+@variants
 def test_past_the_drain_deadline_what_is_done_is_committed_without_waiting_for_threads(
-    tmp_path: Path,
+    tmp_path: Path, variant: str
 ) -> None:
     """SIGTERM while blocks wait 60 s in threads, drain_timeout_s = 1: exit 143 long before."""
-    job = write_job(
-        tmp_path,
-        [{"kind": "reach", "sources": {"random": ITEMS, "seed": 2}}],
-        batching={"max_batch": 8},
-        output={"commit_items": 24, "commit_interval_s": 0.02},
-        limits={"drain_timeout_s": 1.0},
-    )
+    job = _job(tmp_path, variant, drain_timeout_s=1.0)
     out = tmp_path / "out"
     child = _start(job, out, resume=False, delay=0.01, stall_after=6, stall_s=60.0)
     _wait_for_a_commit(out, child)
@@ -229,7 +272,7 @@ def test_past_the_drain_deadline_what_is_done_is_committed_without_waiting_for_t
     assert summary["items_committed"] == len(first) > 0
     assert len({r.id for r in first}) == len(first)
     _finish(job, out)
-    _check_exactly_once(list(read_records(out)))
+    _check_exactly_once(out)
 
 
 def _sigterm_caught(pid: int) -> bool:
@@ -240,12 +283,13 @@ def _sigterm_caught(pid: int) -> bool:
     return False
 
 
+@variants
 def test_a_signal_at_any_moment_from_the_start_ends_cleanly_and_leaves_a_resumable_folder(
-    tmp_path: Path, rng: np.random.Generator
+    tmp_path: Path, rng: np.random.Generator, variant: str
 ) -> None:
     """The console script, signalled during import, graph load, verification or the run:
     exit 130/143 (or 0 if it finished), never a traceback; then the job completes exactly once."""
-    job = _job(tmp_path)
+    job = _job(tmp_path, variant)
     out = tmp_path / "out"
     env = {**os.environ, "PYTHONPATH": _pythonpath()}
     for round_ in range(6):
@@ -272,7 +316,7 @@ def test_a_signal_at_any_moment_from_the_start_ends_cleanly_and_leaves_a_resumab
             records = list(read_records(out))
             assert len({r.id for r in records}) == len(records)
     _finish(job, out)
-    _check_exactly_once(list(read_records(out)))
+    _check_exactly_once(out)
 
 
 def test_a_signal_while_the_summary_is_written_after_a_drain_ends_the_run_cleanly(
@@ -296,19 +340,23 @@ def test_a_signal_while_the_summary_is_written_after_a_drain_ends_the_run_cleanl
     first = list(read_records(out))
     assert len({r.id for r in first}) == len(first)
     _finish(job, out)
-    _check_exactly_once(list(read_records(out)))
+    _check_exactly_once(out)
 
 
+@pytest.mark.parametrize("chunk_format", ["jsonl", "parquet"])
 def test_kill_9_during_the_checksum_verification_of_a_resume_loses_and_changes_nothing(
-    tmp_path: Path, rng: np.random.Generator
+    tmp_path: Path, rng: np.random.Generator, chunk_format: str
 ) -> None:
-    """A levels job stopped part way; its resume killed while verifying arrays: the folder is
-    byte for byte as before, and the next resume completes with every item once."""
+    """A levels job stopped part way; its resume killed while verifying array files: the
+    folder is byte for byte as before, and the next resume completes with every item once."""
+    if chunk_format == "parquet":
+        pytest.importorskip("pyarrow", reason="pyarrow is in the test extra; CI runs this")
     job = write_job(
         tmp_path,
         [{"kind": "bfs", "readback": "levels", "sources": {"random": 300, "seed": 2}}],
         batching={"max_batch": 8},
-        output={"commit_items": 16, "commit_interval_s": 0.02},
+        output={"commit_items": 16, "commit_interval_s": 0.02}
+        | ({"format": chunk_format} if chunk_format != "jsonl" else {}),
     )
     out = tmp_path / "out"
     child = _start(job, out, resume=False, delay=0.1)
@@ -319,10 +367,13 @@ def test_kill_9_during_the_checksum_verification_of_a_resume_loses_and_changes_n
     assert child.returncode == 143, stderr
     before = _snapshot(out)
     assert any(name.startswith("arrays/") for name in before)
-    child = _start(job, out, resume=True, delay=0.0, verify_delay=0.02)
+    # One array file per chunk: the checks of all of them take 2 s, the kill comes in the
+    # first second of them.
+    files = sum(name.startswith("arrays/") for name in before)
+    child = _start(job, out, resume=True, delay=0.0, verify_delay=2.0 / files)
     lines = _lines(child.stderr)
     _wait_for_line(lines, "verifying", [])
-    time.sleep(float(rng.uniform(0.0, 0.5)))  # a random point of the verification
+    time.sleep(float(rng.uniform(0.0, 1.0)))  # a random point of the verification
     child.kill()
     _close(child, lines)
     assert _snapshot(out) == before
@@ -333,7 +384,8 @@ def test_kill_9_during_the_checksum_verification_of_a_resume_loses_and_changes_n
     assert sorted(r.id for r in records) == list(range(300))
     graph = rmat_graph()
     sources = random_sources(300, 2, graph.num_vertices)
-    for record in rng.choice(np.array(records, dtype=object), 20, replace=False):
-        assert record.array is not None
-        levels = np.load(out / record.array)
-        assert np.array_equal(levels, scipy_levels(graph, sources[record.id]))
+    with open_item_arrays(out) as arrays:
+        for record in rng.choice(np.array(records, dtype=object), 20, replace=False):
+            assert record.array is not None
+            levels = arrays.read(record.array, record.id)
+            assert np.array_equal(levels, scipy_levels(graph, sources[record.id]))

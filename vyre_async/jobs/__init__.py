@@ -3,9 +3,14 @@
 A job file decodes into a frozen :class:`JobSpec`; a :class:`JobRunner` runs its
 items (one query per source, or one PageRank run, numbered from 0 in file order)
 through a resident-graph session and commits their :class:`ItemRecord` s to an
-output folder exactly once; :func:`read_records` reads them back.
+output folder exactly once; :func:`read_records` reads them back (as records, an
+Arrow table or a pandas DataFrame) and :func:`open_item_arrays` the full-result
+arrays of the items that wrote one.
 """
 
+from ._arrays import ItemArrays as ItemArrays
+from ._arrays import open_item_arrays as open_item_arrays
+from ._arrays import read_item_array as read_item_array
 from ._execute import BlockExecutor as BlockExecutor
 from ._execute import BlockResult as BlockResult
 from ._execute import execute_block as execute_block
@@ -16,6 +21,7 @@ from ._metrics import serve_metrics as serve_metrics
 from ._preflight import JobCheck as JobCheck
 from ._preflight import backend_unavailable_reason as backend_unavailable_reason
 from ._preflight import check_job as check_job
+from ._reading import read_records as read_records
 from ._records import ItemRecord as ItemRecord
 from ._records import Manifest as Manifest
 from ._runner import JobRunner as JobRunner
@@ -29,7 +35,6 @@ from ._spec import LoggingSection as LoggingSection
 from ._spec import OutputSection as OutputSection
 from ._spec import RandomSources as RandomSources
 from ._spec import WorkloadSection as WorkloadSection
-from ._store import read_records as read_records
 from ._summary import JobSummary as JobSummary
 
 __all__ = [
@@ -37,6 +42,7 @@ __all__ = [
     "BlockExecutor",
     "BlockResult",
     "GraphSection",
+    "ItemArrays",
     "ItemRecord",
     "JobCheck",
     "JobMetrics",
@@ -55,6 +61,8 @@ __all__ = [
     "check_job",
     "execute_block",
     "load_job",
+    "open_item_arrays",
+    "read_item_array",
     "read_records",
     "serve_metrics",
     "total_items",

@@ -27,6 +27,16 @@ _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _HASH_BLOCK = 1 << 20
 
 
+def file_digest(file: BinaryIO) -> tuple[int, str]:
+    """``(size, SHA-256 hex)`` of what is left to read in ``file``, read in blocks."""
+    digest = hashlib.sha256()
+    size = 0
+    while block := file.read(_HASH_BLOCK):
+        digest.update(block)
+        size += len(block)
+    return size, digest.hexdigest()
+
+
 class NotPlainError(OSError):
     """A name in a folder is a symlink, or not the kind of entry expected."""
 
@@ -142,13 +152,8 @@ class Folder:
 
     def digest(self, name: str) -> tuple[int, str]:
         """``(size, SHA-256 hex)`` of the regular file ``name``, read in blocks."""
-        digest = hashlib.sha256()
-        size = 0
         with self.open_read(name) as file:
-            while block := file.read(_HASH_BLOCK):
-                digest.update(block)
-                size += len(block)
-        return size, digest.hexdigest()
+            return file_digest(file)
 
     def write(
         self,
@@ -172,6 +177,23 @@ class Folder:
         """
         if exclusive and self.exists(name):
             raise FileExistsError(errno.EEXIST, "refusing to replace it", name)
+        pending = self.create(name)
+        try:
+            if isinstance(content, bytes):
+                pending.writer.write(content)
+            else:
+                content(pending.writer)  # type: ignore[arg-type]  # a writer is all it needs
+            return pending.finish(sync=sync)
+        except BaseException:
+            pending.discard()
+            raise
+
+    def create(self, name: str) -> PendingFile:
+        """Start writing ``name`` under a temp name; :meth:`PendingFile.finish` puts it in place.
+
+        For a file written piece by piece (a chunk's arrays, as its items arrive);
+        :meth:`write` is the same for content at hand.
+        """
         temp = f"{TEMP_PREFIX}{os.getpid()}-{name}"
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
         try:
@@ -179,22 +201,7 @@ class Folder:
         except FileExistsError:  # our own name, left by a process with our pid
             os.unlink(temp, dir_fd=self.fd)
             fd = os.open(temp, flags, 0o644, dir_fd=self.fd)
-        try:
-            with os.fdopen(fd, "wb") as file:
-                writer = _HashingWriter(file)
-                if isinstance(content, bytes):
-                    writer.write(content)
-                else:
-                    content(writer)  # type: ignore[arg-type]  # a writer is all it needs
-                file.flush()
-                os.fsync(file.fileno())
-            os.replace(temp, name, src_dir_fd=self.fd, dst_dir_fd=self.fd)
-        except BaseException:
-            self.remove(temp)
-            raise
-        if sync:
-            self.sync()
-        return writer.size, writer.digest.hexdigest()
+        return PendingFile(self, name, temp, os.fdopen(fd, "wb"))
 
     def remove(self, name: str) -> None:
         """Delete ``name`` (a link itself, never its target); missing is fine."""
@@ -204,3 +211,49 @@ class Folder:
     def sync(self) -> None:
         """fsync the folder, making the renames and creations inside it durable."""
         os.fsync(self.fd)
+
+
+class PendingFile:
+    """A file being written under a temp name in its folder; made by :meth:`Folder.create`.
+
+    Attributes:
+        name: The name it gets once finished.
+        writer: Where its bytes go (they are hashed on the way).
+    """
+
+    def __init__(self, folder: Folder, name: str, temp: str, file: BinaryIO) -> None:
+        self.name = name
+        self._folder = folder
+        self._temp = temp
+        self._file: BinaryIO | None = file
+        self.writer = _HashingWriter(file)
+
+    def finish(self, *, sync: bool = True) -> tuple[int, str]:
+        """fsync it, rename it to :attr:`name` (``sync``: fsync the folder); its size and SHA-256.
+
+        On an error the temp file is removed.
+        """
+        file = self._file
+        if file is None:
+            raise ValueError(f"{self.name} was finished or discarded already")
+        self._file = None
+        try:
+            with file:
+                file.flush()
+                os.fsync(file.fileno())
+            fd = self._folder.fd
+            os.replace(self._temp, self.name, src_dir_fd=fd, dst_dir_fd=fd)
+        except BaseException:
+            self._folder.remove(self._temp)
+            raise
+        if sync:
+            self._folder.sync()
+        return self.writer.size, self.writer.digest.hexdigest()
+
+    def discard(self) -> None:
+        """Close and remove the temp file (a no-op once finished or discarded)."""
+        file, self._file = self._file, None
+        if file is not None:
+            with contextlib.suppress(OSError):
+                file.close()
+            self._folder.remove(self._temp)

@@ -15,9 +15,6 @@ import re
 import secrets
 from pathlib import Path
 
-import numpy as np
-import numpy.typing as npt
-
 from ..errors import ConfigurationError
 from ..logging import get_logger
 from ._atomic import TEMP_PREFIX, Folder, NotPlainError
@@ -30,7 +27,9 @@ from ._layout import (
     ROOT_DIRS,
     ROOT_FILES,
     ROOT_TEMP,
+    ChunkFormat,
     chunk_name,
+    own_uncommitted,
 )
 from ._records import Manifest
 
@@ -130,12 +129,18 @@ def take_lock(root: Folder) -> int:
 
 
 def check_same_job(
-    folder: Path, old: Manifest, fingerprint: str, total_items: int, resume: bool
+    folder: Path,
+    old: Manifest,
+    fingerprint: str,
+    total_items: int,
+    resume: bool,
+    chunk_format: ChunkFormat,
 ) -> None:
-    """Refuse to continue a job's folder without ``resume``, or with another job.
+    """Refuse to continue a job's folder without ``resume``, with another job, or in
+    another chunk format.
 
     Raises:
-        ConfigurationError: With both fingerprints, or both item counts.
+        ConfigurationError: With both fingerprints, item counts or formats.
     """
     if not resume:
         raise ConfigurationError(
@@ -157,6 +162,13 @@ def check_same_job(
             f"job has {total_items} (the fingerprints agree, so {MANIFEST_FILE} was changed)",
             fix="restore the manifest from a backup, or choose another folder with --out DIR.",
         )
+    if old.chunk_format != chunk_format:
+        raise ConfigurationError(
+            f"output folder {folder} holds job {old.job!r} written as {old.chunk_format} "
+            f"chunks; this run writes {chunk_format} (one folder's chunks share one format)",
+            fix=f'resume it with [output] format = "{old.chunk_format}", or choose another '
+            "folder with --out DIR.",
+        )
 
 
 def new_writer(old: Manifest | None) -> str:
@@ -169,12 +181,12 @@ def new_writer(old: Manifest | None) -> str:
 
 def classify(
     folder: Path, chunks: Folder, arrays: Folder, manifest: Manifest | None
-) -> list[tuple[Folder, str, int | None]]:
-    """What the last writer left uncommitted, as ``(folder, name, item id of an array)``.
+) -> list[tuple[Folder, str, int]]:
+    """What the last writer left uncommitted, as ``(folder, name, chunk number)``.
 
     The last writer (the manifest's token) may have left the chunk it was committing
-    (the next in sequence, exactly) and arrays of items it had not committed, each
-    perhaps still under a temp name. Anything else unlisted is refused.
+    (the next in sequence, exactly) and array files of chunks it had not committed,
+    each perhaps still under a temp name. Anything else unlisted is refused.
 
     Raises:
         ConfigurationError: A file that is neither committed nor the last writer's.
@@ -185,12 +197,12 @@ def classify(
         if manifest
         else set()
     )
-    temp = rf"(?:{re.escape(TEMP_PREFIX)}\d+-)?"
     if manifest is not None:
-        next_chunk = re.escape(chunk_name(len(manifest.chunks), manifest.writer))
-        own_chunk = re.compile(rf"^{temp}{next_chunk}$")
-        own_array = re.compile(rf"^{temp}(\d+)-{manifest.writer}\.npy$")
-    leftovers: list[tuple[Folder, str, int | None]] = []
+        next_chunk = len(manifest.chunks)
+        next_name = chunk_name(next_chunk, manifest.writer, manifest.chunk_format)
+        own_chunk = re.compile(rf"^(?:{re.escape(TEMP_PREFIX)}\d+-)?({re.escape(next_name)})$")
+        own_array = own_uncommitted(manifest.writer, "npz")
+    leftovers: list[tuple[Folder, str, int]] = []
     for place, listed in ((chunks, chunk_names), (arrays, array_names)):
         foreign = []
         for name, kind in sorted(place.entries()):
@@ -198,7 +210,7 @@ def classify(
                 continue
             if manifest is not None and kind != "dir":
                 if place is chunks and own_chunk.match(name):
-                    leftovers.append((place, name, None))
+                    leftovers.append((place, name, next_chunk))
                     continue
                 mine = own_array.match(name) if place is arrays else None
                 if mine is not None:
@@ -211,30 +223,24 @@ def classify(
 
 
 def remove_leftovers(
-    folder: Path,
-    arrays: Folder,
-    leftovers: list[tuple[Folder, str, int | None]],
-    committed: npt.NDArray[np.bool_],
+    folder: Path, arrays: Folder, leftovers: list[tuple[Folder, str, int]], committed_chunks: int
 ) -> None:
     """Delete what the last writer left uncommitted (after the folder was verified).
 
     Raises:
-        ConfigurationError: A "leftover" array of a committed item: no run leaves one.
+        ConfigurationError: A "leftover" array file of a committed chunk: no run
+            leaves one.
     """
     stray = [
-        f"{name} (item {item} is committed)"
-        for _, name, item in leftovers
-        if item is not None and item < committed.size and committed[item]
+        f"{name} (chunk {seq} is committed)"
+        for place, name, seq in leftovers
+        if place is arrays and seq < committed_chunks
     ]
     if stray:
         raise foreign_in(folder, arrays, stray)
-    for place, name, item in leftovers:
-        if item is None:
-            _log.warning("removing_uncommitted_chunk", file=str(place.path / name))
+    for place, name, _ in leftovers:
+        _log.warning("removing_uncommitted_file", file=str(place.path / name))
         place.remove(name)
-    arrays_removed = sum(item is not None for _, _, item in leftovers)
-    if arrays_removed:
-        _log.info("removing_uncommitted_arrays", files=arrays_removed)
 
 
 def foreign_in(folder: Path, place: Folder, names: list[str]) -> ConfigurationError:

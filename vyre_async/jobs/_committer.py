@@ -6,6 +6,10 @@ A writer task commits the chunks in order through the :class:`ResultStore` in a
 worker thread, while the committer already gathers the next one: a commit's fsyncs
 never hold up the workers unless two chunks are waiting (the stream between the two
 holds one).
+
+Full-result arrays follow their records: as each block arrives, its staged arrays
+are appended to the array file of the chunk being gathered (in a worker thread),
+and where the chunk is cut its array file goes to the writer with it.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import anyio
 from anyio.abc import ObjectReceiveStream, ObjectSendStream
 from anyio.streams.memory import MemoryObjectReceiveStream
 
+from ._arrays import ArrayFileWriter
 from ._progress import Progress
 from ._records import ItemRecord
 from ._spec import OutputSection
@@ -23,6 +28,8 @@ from ._store import ResultStore
 
 #: A block's records and how many of them are failures.
 Outcomes = tuple[list[ItemRecord], int]
+#: A chunk's records, how many are failures, and its array file.
+Chunk = tuple[list[ItemRecord], int, ArrayFileWriter | None]
 
 
 class Committer:
@@ -57,7 +64,7 @@ class Committer:
 
     async def run(self, receive: MemoryObjectReceiveStream[Outcomes]) -> None:
         """Gather and commit until ``receive`` ends (or :meth:`flush`); then set :attr:`done`."""
-        chunks_send, chunks_receive = anyio.create_memory_object_stream[Outcomes](1)
+        chunks_send, chunks_receive = anyio.create_memory_object_stream[Chunk](1)
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._write, chunks_receive)
             async with chunks_send, receive:
@@ -65,11 +72,12 @@ class Committer:
                 # After a flush: what the workers handed over already, and nothing more.
                 while True:
                     try:
-                        self._add(*receive.receive_nowait())
+                        outcomes = receive.receive_nowait()
                     except (anyio.WouldBlock, anyio.EndOfStream):
                         break
+                    await self._add(*outcomes)
                 if self._chunk:
-                    await chunks_send.send((self._chunk, self._chunk_failed))
+                    await chunks_send.send(self._cut())
         self.done.set()
 
     async def flush(self) -> None:
@@ -82,42 +90,53 @@ class Committer:
             self._receiving.cancel()
         await self.done.wait()
 
-    def _add(self, records: list[ItemRecord], failed: int) -> None:
+    async def _add(self, records: list[ItemRecord], failed: int) -> None:
+        if self._store.has_staged:  # a block with full results: to the chunk's array file
+            records = await anyio.to_thread.run_sync(self._store.append_arrays, records)
         self._chunk += records
         self._chunk_failed += failed
         self._progress.add(len(records), failed)
         if failed:
             self._on_failures(self._failed_before + self._progress.failed)
 
+    def _cut(self) -> Chunk:
+        """The chunk gathered so far, with its array file; the next one starts empty."""
+        chunk = (self._chunk, self._chunk_failed, self._store.cut())
+        self._chunk, self._chunk_failed = [], 0
+        return chunk
+
     async def _gather(
         self,
         receive: ObjectReceiveStream[Outcomes],
-        chunks: ObjectSendStream[Outcomes],
+        chunks: ObjectSendStream[Chunk],
     ) -> None:
         # Loop time, like the timeout it drives (a mock clock moves both together).
         interval = self._output.commit_interval_s
         due = anyio.current_time() + interval
         ended = False
         while not ended and not self._flushing:
-            # A flush cancels only this wait, never a send: a chunk is sent or kept.
+            # A flush cancels only this wait, never an append or a send: a block's
+            # records are added with their arrays, and a cut chunk is sent.
+            outcomes = None
             with anyio.CancelScope() as self._receiving:
                 with anyio.move_on_after(max(0.0, due - anyio.current_time())):
                     try:
-                        self._add(*await receive.receive())
+                        outcomes = await receive.receive()
                     except anyio.EndOfStream:
                         ended = True
             self._receiving = None
+            if outcomes is not None:
+                await self._add(*outcomes)
             now = anyio.current_time()
             chunk = self._chunk
             if chunk and (ended or len(chunk) >= self._output.commit_items or now >= due):
-                await chunks.send((chunk, self._chunk_failed))
-                self._chunk, self._chunk_failed = [], 0
+                await chunks.send(self._cut())
             if now >= due:
                 due = now + interval
 
-    async def _write(self, chunks: ObjectReceiveStream[Outcomes]) -> None:
+    async def _write(self, chunks: ObjectReceiveStream[Chunk]) -> None:
         async with chunks:
-            async for chunk, failed in chunks:
+            async for records, failed, arrays in chunks:
                 # A commit that started finishes: its chunk is either all in or not listed.
                 with anyio.CancelScope(shield=True):
-                    await anyio.to_thread.run_sync(self._store.commit, chunk, failed)
+                    await anyio.to_thread.run_sync(self._store.commit, records, failed, arrays)

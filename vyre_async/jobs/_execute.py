@@ -2,7 +2,8 @@
 
 A block of traversal items is one batched ``bfs_many`` call (so it joins the
 session's dynamic batcher as a unit); a PageRank item is one ``pagerank`` call.
-Counts become records directly; full arrays are written to ``.npy`` files first.
+Counts become records directly; full arrays are staged in the store, and the
+committer writes them to the chunk's array file with their records.
 """
 
 from __future__ import annotations
@@ -84,15 +85,18 @@ def array_records(
     attempts: int,
     run_ms: float,
 ) -> list[ItemRecord]:
-    """Records of a block with full results, each array written to ``arrays/<id>.npy``.
+    """Records of a block with full results, each item's array staged in ``store``.
 
-    Blocks on file I/O: call it in a worker thread.
+    The records name no array yet: the committer writes the staged arrays to the
+    array file of the chunk they join and sets ``array`` then. Call it in a worker
+    thread (it reduces every row of the block).
     """
     kind, index, size = workload.kind, block.workload, len(block)
     if result.ranks is not None:
         ranks = result.ranks
         top = int(np.argmax(ranks)) if ranks.size else None
         item = int(block.ids[0])
+        store.stage_array(item, ranks)
         return [
             ItemRecord(
                 id=item,
@@ -100,7 +104,6 @@ def array_records(
                 kind=kind,
                 top_vertex=top,
                 top_rank=float(ranks[top]) if top is not None else None,
-                array=store.write_array(item, ranks),
                 attempts=attempts,
                 run_ms=run_ms,
             )
@@ -114,6 +117,7 @@ def array_records(
         reached = row >= 0
         # k-hop items keep the vertex ids they reach; BFS items keep every level.
         saved = np.flatnonzero(reached).astype(np.int32) if kind == "khop" else row
+        store.stage_array(item, saved)
         records.append(
             ItemRecord(
                 id=item,
@@ -122,7 +126,6 @@ def array_records(
                 source=source,
                 reached=int(reached.sum()),
                 max_level=int(row.max()) if row.size else -1,
-                array=store.write_array(item, saved),
                 attempts=attempts,
                 batch=size,
                 run_ms=run_ms,

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import re
+from typing import Literal
 
 from ._atomic import TEMP_PREFIX
+
+#: How a job's records are written: JSON lines, or Parquet (``[output] format``).
+ChunkFormat = Literal["jsonl", "parquet"]
 
 MANIFEST_FILE = "manifest.json"
 SUMMARY_FILE = "summary.json"
@@ -17,20 +21,27 @@ ROOT_FILES = {MANIFEST_FILE, SUMMARY_FILE, LOG_FILE, LOCK_FILE}
 ROOT_DIRS = {CHUNKS_DIR, ARRAYS_DIR}
 #: Temp files of the manifest and summary (``.tmp-<pid>-<name>``).
 ROOT_TEMP = re.compile(rf"^{re.escape(TEMP_PREFIX)}\d+-(?:manifest|summary)\.json$")
-#: A committed chunk's name and an array's path, as the manifest lists them.
-CHUNK_NAME = re.compile(r"^\d{6}-[0-9a-f]{8}\.jsonl$")
-ARRAY_PATH = re.compile(rf"^{ARRAYS_DIR}/(\d+-[0-9a-f]{{8}}\.npy)$")
+#: A committed chunk's name (number, writer token, format) and its array file's path,
+#: as the manifest lists them.
+CHUNK_NAME = re.compile(r"^(\d{6})-([0-9a-f]{8})\.(jsonl|parquet)$")
+ARRAY_PATH = re.compile(rf"^{ARRAYS_DIR}/(\d{{6}}-[0-9a-f]{{8}}\.npz)$")
 FOREIGN_FIX = (
     "vyre-async writes only into a new or empty folder, or one of its own job folders; "
     "choose another folder with --out DIR, or move the files named above away."
 )
 
 
-def chunk_name(seq: int, writer: str) -> str:
+def chunk_name(seq: int, writer: str, chunk_format: ChunkFormat) -> str:
     """The name of chunk number ``seq`` written by the run with token ``writer``."""
-    return f"{seq:06d}-{writer}.jsonl"
+    return f"{seq:06d}-{writer}.{chunk_format}"
 
 
-def own_uncommitted(writer: str, suffix: str, digits: str) -> re.Pattern[str]:
-    """Names a run with token ``writer`` gives its files (and their temp files)."""
-    return re.compile(rf"^(?:{re.escape(TEMP_PREFIX)}\d+-)?{digits}-{writer}\.{suffix}$")
+def array_name(seq: int, writer: str) -> str:
+    """The name (in ``arrays/``) of the full results of chunk number ``seq``'s items."""
+    return f"{seq:06d}-{writer}.npz"
+
+
+def own_uncommitted(writer: str, suffix: str) -> re.Pattern[str]:
+    """Names a run with token ``writer`` gives its chunk or array files (and their temp
+    files); group 1 is the chunk's number."""
+    return re.compile(rf"^(?:{re.escape(TEMP_PREFIX)}\d+-)?(\d{{6}})-{writer}\.{suffix}$")

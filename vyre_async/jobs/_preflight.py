@@ -2,10 +2,10 @@
 
 Short of generating or loading the graph, everything a run would refuse later is
 refused here: the output folder (set, and inside the job file's folder unless
-``--out`` names it), the graph file (a readable regular file, its header), listed
-sources beyond the graph's vertex count (known from R-MAT's scale or a file's
-header; an edge list has no header: ``validate`` reads it through for its counts,
-a run checks its sources once it is loaded),
+``--out`` names it), Parquet output without pyarrow, the graph file (a readable
+regular file, its header), listed sources beyond the graph's vertex count (known
+from R-MAT's scale or a file's header; an edge list has no header: ``validate``
+reads it through for its counts, a run checks its sources once it is loaded),
 and the host memory the graph and the job's item bookkeeping need, estimated from
 the parameters or the header and compared with ``[limits] max_host_memory_gib``
 or what the machine has.
@@ -35,6 +35,7 @@ from ..backends import BackendKind, DeviceSelector
 from ..errors import ConfigurationError, ValidationError, VyreError
 from ..graphs import read_graph_header
 from ..streams import call, load_driver
+from ._columns import optional
 from ._items import check_sources, total_items
 from ._spec import JobSpec
 from ._store import output_folder
@@ -115,6 +116,14 @@ def check_job(
         ConfigurationError: Naming the file, the path inside it and a fix.
     """
     file = Path(job_file)
+    if spec.output.format == "parquet":
+        optional(
+            "pyarrow.parquet",
+            f"{file}: $.output.format = 'parquet'",
+            ConfigurationError,
+            fix="install it: pip install 'vyre-async[parquet]', or set format = \"jsonl\" "
+            "in [output].",
+        )
     folder = None
     if out is not None or spec.output.dir is not None:
         folder = output_folder(file, spec.output.dir, out)

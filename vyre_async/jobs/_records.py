@@ -1,9 +1,11 @@
 """What a job writes: one record per item, and the manifest that commits chunks.
 
-Records are JSON lines encoded by msgspec; full arrays (levels, vertex ids, ranks)
-go to ``.npy`` files that the record names. A chunk file of records counts only once
-the manifest lists it, and the manifest is replaced atomically, so a reader (or a
-resumed run) never sees half of a chunk or a record twice.
+Records are JSON lines encoded by msgspec, or Parquet (``[output] format``); every
+record carries every field (``null`` where it does not apply), so each chunk has
+the same columns. Full arrays (levels, vertex ids, ranks) of a chunk's items go to
+one ``.npz`` file per chunk that their records name. A chunk file of records counts
+only once the manifest lists it, and the manifest is replaced atomically, so a
+reader (or a resumed run) never sees half of a chunk or a record twice.
 """
 
 from __future__ import annotations
@@ -12,14 +14,18 @@ from typing import Literal
 
 import msgspec
 
-#: Version of the manifest and record layout (2: checksums, writer tokens).
-FORMAT_VERSION = 2
+from ._layout import ChunkFormat
+
+#: Version of the manifest and record layout (2: checksums, writer tokens; 3: every
+#: record field written, Parquet chunks, one array file per chunk).
+FORMAT_VERSION = 3
 
 
-class ItemRecord(
-    msgspec.Struct, frozen=True, forbid_unknown_fields=True, omit_defaults=True, gc=False
-):
+class ItemRecord(msgspec.Struct, frozen=True, forbid_unknown_fields=True, gc=False):
     """The outcome of one item.
+
+    Every field is written, those that do not apply as ``null``: a chunk read by
+    pandas or pyarrow has every column, whatever its items were.
 
     Not tracked by the garbage collector (``gc=False``): it holds only scalars and
     strings, so it can be in no reference cycle, and a job makes millions of them.
@@ -34,7 +40,9 @@ class ItemRecord(
         max_level: Largest level reached (``"levels"`` readback of ``bfs``/``khop``).
         top_vertex: Vertex of the largest rank (PageRank).
         top_rank: The largest rank (PageRank).
-        array: The ``.npy`` file with the full result, relative to the output folder.
+        array: The ``.npz`` file holding the full result, relative to the output
+            folder: one file per chunk, its member ``"<id>"`` is this item's array
+            (see :func:`read_item_array`).
         error: Why it failed (the error's message).
         error_code: The error's stable code (``VyreError.code``; 0 for a timeout,
             1 for an unexpected exception).
@@ -61,7 +69,7 @@ class ItemRecord(
 
 
 class FileEntry(msgspec.Struct, frozen=True, forbid_unknown_fields=True, array_like=True):
-    """A file a chunk commits besides itself (a full-result array), as ``[path, bytes, sha256]``.
+    """A file a chunk commits besides itself (its items' arrays), as ``[path, bytes, sha256]``.
 
     Attributes:
         path: Relative to the output folder, as the record names it.
@@ -83,7 +91,7 @@ class ChunkEntry(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         failed: How many of them are failed items.
         bytes: Its size.
         sha256: SHA-256 of its content, hex.
-        files: The array files its records name, with their checksums.
+        files: The array file its records name (none or one), with its checksum.
     """
 
     name: str
@@ -105,6 +113,7 @@ class Manifest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         total_items: Items of the whole job.
         writer: Token of the run that last opened the folder; the files it writes
             carry it in their names, so files it left uncommitted are known as its own.
+        chunk_format: ``"jsonl"`` or ``"parquet"``: how every chunk of the folder is written.
         chunks: Committed chunk files, in commit order.
         complete: Every item committed: the listed chunks are the job's result set.
     """
@@ -114,6 +123,7 @@ class Manifest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     fingerprint: str
     total_items: int
     writer: str
+    chunk_format: ChunkFormat
     chunks: tuple[ChunkEntry, ...] = ()
     complete: bool = False
 

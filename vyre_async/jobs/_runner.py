@@ -223,6 +223,7 @@ class JobRunner:
                 fingerprint=fingerprint,
                 total_items=self._total,
                 resume=self._resume,
+                chunk_format=spec.output.format,
             )
         )
         try:

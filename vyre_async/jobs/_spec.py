@@ -102,15 +102,18 @@ class WorkloadSection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 
 class OutputSection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """``[output]``: where results go, and how often they are committed.
+    """``[output]``: where results go, in which format, and how often they are committed.
 
     ``dir`` is relative to the job file and must stay inside the job file's folder
     (``--out`` on the command line may name any folder, and replaces ``dir``; with
     ``--out`` the section may be left out). A chunk of records is committed once it
-    holds ``commit_items`` records or ``commit_interval_s`` passed.
+    holds ``commit_items`` records or ``commit_interval_s`` passed. ``format`` is
+    ``"jsonl"`` (JSON lines) or ``"parquet"`` (needs pyarrow: the ``parquet`` extra);
+    a resumed run writes the format its folder was started with.
     """
 
     dir: FilePath | None = None
+    format: Literal["jsonl", "parquet"] = "jsonl"
     commit_items: Annotated[int, msgspec.Meta(ge=1, le=1_000_000)] = 65536
     commit_interval_s: Annotated[float, msgspec.Meta(gt=0.0, le=3600.0)] = 2.0
 

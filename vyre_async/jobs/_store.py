@@ -1,24 +1,32 @@
-"""A job's output folder: chunks of records, ``.npy`` arrays, and the manifest.
+"""A job's output folder: chunks of records, their array files, and the manifest.
 
 Layout (every file written atomically by :class:`Folder`, named by the folder's
 *writer token*, a random name part that each run opening the folder records in the
 manifest before it writes anything)::
 
     manifest.json                  the commit point: job, fingerprint, writer token,
-                                   committed chunks with their sizes and SHA-256
-    chunks/000000-<token>.jsonl    records (JSON lines), one file per commit
-    arrays/<id>-<token>.npy        full results of items that asked for them
+                                   chunk format, committed chunks and array files
+                                   with their sizes and SHA-256
+    chunks/000000-<token>.jsonl    records, one file per commit: JSON lines, or
+    chunks/000000-<token>.parquet  Parquet with ``[output] format = "parquet"``
+    arrays/000000-<token>.npz      full results of the chunk's items that asked for
+                                   them, one ``.npy`` member per item (see _arrays)
     summary.json                   the last run's summary
     log.jsonl                      structlog JSON lines of every run
     .lock                          the advisory lock of the run writing the folder
 
 Once the manifest says ``complete``, the chunk files it lists are the job's result
-set, every item exactly once (``cat chunks/*.jsonl`` or :func:`read_records`).
+set, every item exactly once (``cat chunks/*.jsonl``, ``pyarrow.dataset`` over
+``chunks/``, or :func:`read_records`).
 
-A commit writes the chunk (never over an existing file), fsyncs the arrays folder,
-then replaces the manifest: a chunk the manifest does not list never counts. So
-``kill -9`` at any moment loses at most the uncommitted work and never duplicates a
-record.
+Workers *stage* an item's full result (:meth:`ResultStore.stage_array`); the
+committer appends the staged arrays of each block it receives to the array file of
+the chunk it is gathering (:meth:`ResultStore.append_arrays`), so a chunk's arrays
+are written as they come and held in memory only between a worker and the
+committer. A commit renames the array file in place, fsyncs the arrays folder,
+writes the chunk (never over an existing file), then replaces the manifest: a chunk
+or array file the manifest does not list never counts. So ``kill -9`` at any moment
+loses at most the uncommitted work and never duplicates a record.
 
 The folder cannot be turned against its owner: nothing in it is followed if it is
 a symlink; one run writes it at a time (``flock`` on ``.lock``, released by the
@@ -35,15 +43,15 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import BinaryIO
 
 import msgspec
 import numpy as np
 import numpy.typing as npt
 
 from ..errors import ConfigurationError
+from ._arrays import ArrayFileWriter
 from ._atomic import Folder
 from ._claim import (
     check_same_job,
@@ -55,6 +63,7 @@ from ._claim import (
     take_lock,
     unusable,
 )
+from ._columns import parquet_bytes
 from ._layout import (
     ARRAYS_DIR,
     CHUNKS_DIR,
@@ -63,13 +72,14 @@ from ._layout import (
     MANIFEST_FILE,
     ROOT_TEMP,
     SUMMARY_FILE,
+    ChunkFormat,
     chunk_name,
     own_uncommitted,
 )
 from ._records import FORMAT_VERSION, ChunkEntry, FileEntry, ItemRecord, Manifest
-from ._verify import damaged, read_chunk, read_manifest, record_decoder, verify
+from ._verify import parquet_modules, read_manifest, verify
 
-__all__ = ["LOG_FILE", "ResultStore", "output_folder", "read_records"]
+__all__ = ["LOG_FILE", "ResultStore", "output_folder"]
 
 _encoder = msgspec.json.Encoder()
 
@@ -137,9 +147,14 @@ class ResultStore:
         self._root, self._chunks, self._arrays = root, chunks, arrays
         self._lock_fd = lock_fd
         self._manifest = manifest
-        # Arrays written and not yet committed, by the path their record names.
-        self._written: dict[str, FileEntry] = {}
-        self._written_lock = threading.Lock()
+        # Full results of items whose records have not reached the committer yet.
+        self._staged: dict[int, np.ndarray] = {}
+        self._staged_lock = threading.Lock()
+        # The array file of the chunk being gathered, and that chunk's number.
+        self._open_arrays: ArrayFileWriter | None = None
+        self._cuts = len(manifest.chunks)
+        # Array files of chunks cut and not yet committed (close removes them).
+        self._cut_arrays: set[ArrayFileWriter] = set()
 
     @property
     def manifest(self) -> Manifest:
@@ -148,21 +163,39 @@ class ResultStore:
 
     @classmethod
     def open(
-        cls, folder: Path, *, job: str, fingerprint: str, total_items: int, resume: bool
+        cls,
+        folder: Path,
+        *,
+        job: str,
+        fingerprint: str,
+        total_items: int,
+        resume: bool,
+        chunk_format: ChunkFormat = "jsonl",
     ) -> ResultStore:
         """Claim a new or empty folder, or reopen a job's folder to resume it.
 
-        A job's folder is verified (every committed chunk and array against the
+        A job's folder is verified (every committed chunk and array file against the
         manifest's checksums) before anything in it changes; a folder whose
         manifest commits nothing may be claimed by any job.
 
+        Args:
+            folder: The output folder.
+            job: The job's name.
+            fingerprint: What identifies the job's results (a resume must match).
+            total_items: Items of the job.
+            resume: Continue the job committed in the folder.
+            chunk_format: ``"jsonl"`` or ``"parquet"`` (which needs pyarrow).
+
         Raises:
             ConfigurationError: The folder is in use by another run; holds results
-                and ``resume`` is off; holds another job's results; holds anything
-                vyre-async did not write (or a symlink); was changed or damaged
-                since it was committed; does not exist or holds no job while
-                ``resume`` is on; or cannot be written.
+                and ``resume`` is off; holds another job's results, or chunks of
+                another format; holds anything vyre-async did not write (or a
+                symlink); was changed or damaged since it was committed; does not
+                exist or holds no job while ``resume`` is on; or cannot be written.
+                Or the format is Parquet and pyarrow is missing.
         """
+        if chunk_format == "parquet":  # before anything is created
+            parquet_modules(f"writing the Parquet chunks of job {job!r}")
         created = False
         try:
             if not folder.exists():
@@ -188,7 +221,7 @@ class ResultStore:
         try:
             refuse_a_folder_without_a_job(root, resume)
             lock_fd = take_lock(root)
-            return cls._claim(root, lock_fd, job, fingerprint, total_items, resume, created)
+            store = cls._claim(root, lock_fd, job, fingerprint, total_items, resume, chunk_format)
         except BaseException as exc:
             if lock_fd >= 0:
                 os.close(lock_fd)
@@ -196,6 +229,8 @@ class ResultStore:
             if isinstance(exc, OSError):
                 raise unusable(folder, exc) from exc
             raise
+        store.created = created
+        return store
 
     @classmethod
     def _claim(
@@ -206,13 +241,22 @@ class ResultStore:
         fingerprint: str,
         total_items: int,
         resume: bool,
-        created: bool,
+        chunk_format: ChunkFormat,
     ) -> ResultStore:
         kinds = dict(root.entries())
         refuse_foreign(root, kinds, has_manifest=MANIFEST_FILE in kinds)
         old = read_manifest(root) if MANIFEST_FILE in kinds else None
         if old is not None and old.chunks:
-            check_same_job(root.path, old, fingerprint, total_items, resume)
+            check_same_job(root.path, old, fingerprint, total_items, resume, chunk_format)
+            manifest = msgspec.structs.replace(old, writer=new_writer(old))
+        else:  # new, or a folder whose manifest commits nothing: this job's now
+            manifest = Manifest(
+                FORMAT_VERSION, job, fingerprint, total_items, new_writer(old), chunk_format
+            )
+        if old is None:
+            # The manifest comes before chunks/ and arrays/: a run killed in between
+            # leaves a job's folder, never subfolders without a manifest (refused).
+            root.write(MANIFEST_FILE, _encoder.encode(manifest))
         chunks = root.subfolder(CHUNKS_DIR, create=True)
         try:
             arrays = root.subfolder(ARRAYS_DIR, create=True)
@@ -226,22 +270,17 @@ class ResultStore:
                 if old is not None and old.chunks
                 else np.zeros(total_items, dtype=bool)
             )
-            remove_leftovers(root.path, arrays, leftovers, committed)
+            remove_leftovers(root.path, arrays, leftovers, len(old.chunks) if old else 0)
             for name in kinds:
                 if ROOT_TEMP.match(name):
                     root.remove(name)
-            if old is not None and old.chunks:
-                manifest = msgspec.structs.replace(old, writer=new_writer(old))
-            else:  # new, or a folder whose manifest commits nothing: this job's now
-                manifest = Manifest(FORMAT_VERSION, job, fingerprint, total_items, new_writer(old))
-            root.write(MANIFEST_FILE, _encoder.encode(manifest))
+            if old is not None:  # its new writer token, once the folder was checked
+                root.write(MANIFEST_FILE, _encoder.encode(manifest))
         except BaseException:
             chunks.close()
             arrays.close()
             raise
-        store = cls(root, chunks, arrays, lock_fd, manifest, committed)
-        store.created = created
-        return store
+        return cls(root, chunks, arrays, lock_fd, manifest, committed)
 
     def discard_if_unused(self) -> None:
         """Remove the folder again if :meth:`open` made it and nothing was committed.
@@ -252,10 +291,11 @@ class ResultStore:
         """
         if not self.created or self._manifest.chunks or self._root.fd < 0:
             return
-        writer = self._manifest.writer
+        self._discard_open_arrays()
+        manifest = self._manifest
         for place, own in (
-            (self._chunks, own_uncommitted(writer, "jsonl", r"\d{6}")),
-            (self._arrays, own_uncommitted(writer, "npy", r"\d+")),
+            (self._chunks, own_uncommitted(manifest.writer, manifest.chunk_format)),
+            (self._arrays, own_uncommitted(manifest.writer, "npz")),
         ):
             for name, _ in list(place.entries()):
                 if own.match(name):
@@ -270,57 +310,116 @@ class ResultStore:
             self.folder.rmdir()
 
     def close(self) -> None:
-        """Release the folder (and its lock); a no-op the second time."""
+        """Release the folder (and its lock); a no-op the second time.
+
+        An array file of a chunk that was not committed is removed.
+        """
+        if self._arrays.fd >= 0:
+            self._discard_open_arrays()
+        with self._staged_lock:
+            self._staged.clear()
         for place in (self._chunks, self._arrays, self._root):
             place.close()
         if self._lock_fd >= 0:
             os.close(self._lock_fd)  # the kernel drops the flock with the last descriptor
             self._lock_fd = -1
 
-    def write_array(self, item_id: int, array: np.ndarray) -> str:
-        """Write an item's full result as ``arrays/<id>-<token>.npy``; return its path.
+    def _discard_open_arrays(self) -> None:
+        writer, self._open_arrays = self._open_arrays, None
+        with self._staged_lock:
+            unfinished = [*self._cut_arrays, *([writer] if writer is not None else [])]
+            self._cut_arrays.clear()
+        for each in unfinished:
+            each.discard()
 
-        Its size and checksum go into the manifest with the chunk that commits its
-        record; the folder is synced at that :meth:`commit`, before the manifest names it.
+    def stage_array(self, item_id: int, array: np.ndarray) -> None:
+        """Keep an item's full result until its record reaches :meth:`append_arrays`.
+
+        Called from worker threads; the array is not copied, so it must not change.
         """
-        name = f"{int(item_id)}-{self._manifest.writer}.npy"
+        with self._staged_lock:
+            self._staged[int(item_id)] = array
 
-        def save(file: BinaryIO) -> None:
-            np.save(file, array, allow_pickle=False)
+    @property
+    def has_staged(self) -> bool:
+        """Whether any item's array waits for its record (one look, no lock: a hint
+        that spares a counts job's blocks the trip to :meth:`append_arrays`)."""
+        return bool(self._staged)
 
-        size, sha256 = self._arrays.write(name, save, sync=False)
-        path = f"{ARRAYS_DIR}/{name}"
-        with self._written_lock:
-            self._written[path] = FileEntry(path, size, sha256)
-        return path
+    def append_arrays(self, records: Sequence[ItemRecord]) -> list[ItemRecord]:
+        """Write the staged arrays of ``records`` to the array file of the chunk being
+        gathered; return the records, those with an array naming that file.
 
-    def commit(self, records: Sequence[ItemRecord], failed: int | None = None) -> ChunkEntry:
-        """Write records as the next chunk and commit it in the manifest.
+        Blocks on file I/O: the committer calls it in a worker thread, for each block
+        as it arrives and in arrival order, then :meth:`cut` where a chunk ends.
+        A failed item's record never names an array (one staged by an attempt whose
+        record was lost is dropped).
+        """
+        with self._staged_lock:
+            staged = [self._staged.pop(r.id, None) for r in records]
+        result = []
+        for record, array in zip(records, staged, strict=True):
+            if array is None or not record.ok:
+                result.append(record)
+                continue
+            writer = self._open_arrays
+            if writer is None:
+                writer = ArrayFileWriter(self._arrays, self._cuts, self._manifest.writer)
+                self._open_arrays = writer
+            writer.add(record.id, array)
+            result.append(msgspec.structs.replace(record, array=writer.path))
+        return result
+
+    def cut(self) -> ArrayFileWriter | None:
+        """End the chunk being gathered: its array file (``None`` if it has none), for
+        :meth:`commit`; the next :meth:`append_arrays` starts the next chunk's."""
+        writer, self._open_arrays = self._open_arrays, None
+        self._cuts += 1
+        if writer is not None:
+            with self._staged_lock:
+                self._cut_arrays.add(writer)
+        return writer
+
+    def commit(
+        self,
+        records: Sequence[ItemRecord],
+        failed: int | None = None,
+        arrays: ArrayFileWriter | None = None,
+    ) -> ChunkEntry:
+        """Write records as the next chunk, with their array file, and commit it in the manifest.
 
         Args:
             records: The chunk's records (each item at most once, none committed before).
             failed: How many are failures, when the caller counted them already.
+            arrays: The chunk's array file, as :meth:`cut` returned it.
 
         Raises:
-            ValueError: A record's item is out of range or committed already (a
-                caller's fault: the runner never hands one over).
+            ValueError: A record's item is out of range or committed already, or the
+                records name another array file than ``arrays`` (a caller's fault:
+                the runner never hands one over).
         """
-        ids = np.fromiter((r.id for r in records), dtype=np.int64, count=len(records))
-        done = self.committed
-        if ids.size and (
-            ids.min() < 0
-            or ids.max() >= done.size
-            or done[ids].any()
-            or np.unique(ids).size != ids.size
-        ):
-            raise ValueError("a chunk repeats an item, or one committed already")
-        with self._written_lock:
-            files = tuple(self._written.pop(r.array) for r in records if r.array is not None)
-        if files:
-            self._arrays.sync()  # the arrays' renames, before the manifest names them
         manifest = self._manifest
-        name = chunk_name(len(manifest.chunks), manifest.writer)
-        size, sha256 = self._chunks.write(name, _encoder.encode_lines(records), exclusive=True)
+        seq = len(manifest.chunks)
+        if arrays is not None:
+            with self._staged_lock:
+                self._cut_arrays.discard(arrays)
+        done = self.committed
+        try:
+            ids = _check_chunk(records, done, arrays, seq)
+            files: tuple[FileEntry, ...] = ()
+            if arrays is not None:
+                files = (arrays.finish(),)
+                self._arrays.sync()  # the array file's rename, before the manifest names it
+        except BaseException:
+            if arrays is not None:
+                arrays.discard()
+            raise
+        name = chunk_name(seq, manifest.writer, manifest.chunk_format)
+        if manifest.chunk_format == "parquet":
+            data = parquet_bytes(records)
+        else:
+            data = _encoder.encode_lines(records)
+        size, sha256 = self._chunks.write(name, data, exclusive=True)
         if failed is None:
             failed = sum(not r.ok for r in records)
         entry = ChunkEntry(name, len(records), failed, size, sha256, files)
@@ -350,45 +449,28 @@ class ResultStore:
             return None
 
 
-def read_records(folder: str | os.PathLike[str]) -> Iterator[ItemRecord]:
-    """The committed records of a job's output folder, in commit order.
-
-    Only chunks the manifest lists are read, each checked against its checksum, so
-    this is exactly what a resumed run skips: no record twice, none that was not
-    committed. Symlinks in the folder are not followed.
+def _check_chunk(
+    records: Sequence[ItemRecord],
+    done: npt.NDArray[np.bool_],
+    arrays: ArrayFileWriter | None,
+    seq: int,
+) -> npt.NDArray[np.int64]:
+    """The ids of a chunk about to be committed as number ``seq``, checked.
 
     Raises:
-        ConfigurationError: The folder has no manifest, or a chunk is missing or damaged.
+        ValueError: See :meth:`ResultStore.commit`.
     """
-    root_path = Path(folder)
-    try:
-        root = Folder.open(root_path)
-    except OSError as exc:
-        raise ConfigurationError(
-            f"{root_path} cannot be read as a job's output folder ({exc.strerror or exc})",
-            fix="pass the output folder of a vyre-async job.",
-        ) from None
-    with contextlib.closing(root):
-        try:
-            manifest = read_manifest(root)
-        except OSError as exc:
-            raise ConfigurationError(
-                f"{root_path} holds no readable job manifest ({exc.strerror or exc})",
-                fix="pass the output folder of a vyre-async job.",
-            ) from None
-        if not manifest.chunks:
-            return
-        try:
-            chunks = root.subfolder(CHUNKS_DIR, create=False)
-        except OSError as exc:
-            raise damaged(root_path, root_path / CHUNKS_DIR, f"cannot be read ({exc})") from None
-        with contextlib.closing(chunks):
-            for entry in manifest.chunks:
-                data = read_chunk(root_path, chunks, entry)
-                try:
-                    records = record_decoder.decode_lines(data)
-                except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-                    raise damaged(
-                        root_path, chunks.path / entry.name, f"does not hold valid records ({exc})"
-                    ) from None
-                yield from records
+    ids = np.fromiter((r.id for r in records), dtype=np.int64, count=len(records))
+    if ids.size and (
+        ids.min() < 0
+        or ids.max() >= done.size
+        or done[ids].any()
+        or np.unique(ids).size != ids.size
+    ):
+        raise ValueError("a chunk repeats an item, or one committed already")
+    named = {r.array for r in records if r.array is not None}
+    if named != ({arrays.path} if arrays is not None else set()) or (
+        arrays is not None and arrays.seq != seq
+    ):
+        raise ValueError("the records name other array files than the chunk's own")
+    return ids

@@ -1,15 +1,17 @@
 """Checking a job's output folder against its manifest before a resume relies on it.
 
-Every committed chunk and array is read and compared with the size and SHA-256 the
-manifest recorded; a chunk's records must decode, match the counts listed, name
-items in range and never one committed twice, and name exactly the arrays listed.
-Nothing here writes: a run killed while checking leaves the folder as it was.
+Every committed chunk and array file is read and compared with the size and SHA-256
+the manifest recorded; a chunk's records must decode (JSON lines, or Parquet of the
+records' schema), match the counts listed, name items in range and never one
+committed twice, and name exactly the array file listed. Nothing here writes: a run
+killed while checking leaves the folder as it was.
 """
 
 from __future__ import annotations
 
 import hashlib
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import numpy as np
@@ -17,7 +19,8 @@ import numpy.typing as npt
 
 from ..errors import ConfigurationError
 from ._atomic import Folder, NotPlainError
-from ._layout import ARRAY_PATH, CHUNK_NAME, MANIFEST_FILE
+from ._columns import optional, parquet_table, table_records
+from ._layout import ARRAY_PATH, ARRAYS_DIR, CHUNK_NAME, MANIFEST_FILE, array_name
 from ._records import FORMAT_VERSION, ChunkEntry, FileEntry, ItemRecord, Manifest
 
 record_decoder = msgspec.json.Decoder(ItemRecord)
@@ -54,12 +57,41 @@ def read_manifest(root: Folder) -> Manifest:
             fix="restore it from a backup, or choose another output folder with --out DIR.",
         ) from None
     for entry in manifest.chunks:
-        if not CHUNK_NAME.match(entry.name):
+        match = CHUNK_NAME.match(entry.name)
+        if match is None or match[3] != manifest.chunk_format:
             raise damaged(root.path, path, f"lists a chunk named {entry.name!r}")
-        odd = next((f.path for f in entry.files if not ARRAY_PATH.match(f.path)), None)
-        if odd is not None:
-            raise damaged(root.path, path, f"lists an array named {odd!r}")
+        # A chunk's arrays are in the one file named after it.
+        own = f"{ARRAYS_DIR}/{array_name(int(match[1]), match[2])}"
+        odd = [f.path for f in entry.files if f.path != own] + [f.path for f in entry.files[1:]]
+        if odd:
+            raise damaged(root.path, path, f"lists an array file named {odd[0]!r}")
     return manifest
+
+
+def open_output(folder: Path) -> tuple[Folder, Manifest]:
+    """Open a job's output folder for reading: the folder and its manifest.
+
+    Raises:
+        ConfigurationError: It cannot be read or holds no readable manifest.
+    """
+    try:
+        root = Folder.open(folder)
+    except OSError as exc:
+        raise ConfigurationError(
+            f"{folder} cannot be read as a job's output folder ({exc.strerror or exc})",
+            fix="pass the output folder of a vyre-async job.",
+        ) from None
+    try:
+        return root, read_manifest(root)
+    except OSError as exc:
+        root.close()
+        raise ConfigurationError(
+            f"{folder} holds no readable job manifest ({exc.strerror or exc})",
+            fix="pass the output folder of a vyre-async job.",
+        ) from None
+    except BaseException:
+        root.close()
+        raise
 
 
 def damaged(folder: Path, file: Path, what: str) -> ConfigurationError:
@@ -88,6 +120,33 @@ def read_chunk(folder: Path, chunks: Folder, entry: ChunkEntry) -> bytes:
     return data
 
 
+def parquet_modules(needed_for: str) -> tuple[Any, Any]:
+    """``(pyarrow, pyarrow.parquet)``, or a ConfigurationError saying what to install."""
+    return (
+        optional("pyarrow", needed_for, ConfigurationError),
+        optional("pyarrow.parquet", needed_for, ConfigurationError),
+    )
+
+
+def chunk_records(folder: Path, chunks: Folder, entry: ChunkEntry) -> list[ItemRecord]:
+    """The records of a committed chunk, checked against its checksum (JSON lines or
+    Parquet, by its name).
+
+    Raises:
+        ConfigurationError: It is missing, differs from its checksum or holds no
+            valid records; or it is Parquet and pyarrow is missing.
+    """
+    data = read_chunk(folder, chunks, entry)
+    path = chunks.path / entry.name
+    try:
+        if entry.name.endswith(".parquet"):
+            pa, pq = parquet_modules(f"reading the Parquet chunk {path}")
+            return table_records(pa, parquet_table(pa, pq, data))
+        return record_decoder.decode_lines(data)
+    except (msgspec.DecodeError, msgspec.ValidationError, ValueError) as exc:
+        raise damaged(folder, path, f"does not hold valid records ({exc})") from None
+
+
 def verify(
     folder: Path, chunks: Folder, arrays: Folder, manifest: Manifest
 ) -> npt.NDArray[np.bool_]:
@@ -100,10 +159,7 @@ def verify(
     done = np.zeros(manifest.total_items, dtype=bool)
     for entry in manifest.chunks:
         path = chunks.path / entry.name
-        try:
-            records = record_decoder.decode_lines(read_chunk(folder, chunks, entry))
-        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-            raise damaged(folder, path, f"does not hold valid records ({exc})") from None
+        records = chunk_records(folder, chunks, entry)
         failed = sum(not r.ok for r in records)
         if len(records) != entry.records or failed != entry.failed:
             raise damaged(folder, path, "holds other record counts than the manifest lists")
@@ -113,7 +169,7 @@ def verify(
         if np.unique(ids).size != ids.size or done[ids].any():
             raise damaged(folder, path, "repeats an item that is committed already")
         done[ids] = True
-        named = sorted(r.array for r in records if r.array is not None)
+        named = sorted({r.array for r in records if r.array is not None})
         if named != sorted(f.path for f in entry.files):
             raise damaged(folder, path, "names other array files than the manifest lists")
         for file in entry.files:
