@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import pytest
 import trio.testing
 from job_files import committed, expected_reach, job_file, rmat_graph
@@ -86,15 +87,26 @@ class _Store:
 
     def commit(self, records: list[ItemRecord], failed: int, arrays: None) -> None:
         self.chunks.append(len(records))
-        anyio.from_thread.run_sync(self.committed.set)  # called in a worker thread
+        self.committed.set()  # on the loop thread: see _inline_threads
+
+
+async def _inline_threads(func: Any, *args: Any, **kwargs: Any) -> Any:
+    """``anyio.to_thread.run_sync`` run on the loop thread: on a mock clock that
+    jumps whenever every task waits, a real thread's start-up (tens of ms on a busy
+    machine) would let the clock jump past the deadlines under test."""
+    await anyio.lowlevel.checkpoint()
+    return func(*args)
 
 
 @pytest.mark.parametrize(
     "anyio_backend", [("trio", {"clock": trio.testing.MockClock(autojump_threshold=0.05)})]
 )
-async def test_the_commit_interval_runs_on_the_loop_clock(anyio_backend: Any) -> None:
+async def test_the_commit_interval_runs_on_the_loop_clock(
+    anyio_backend: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """On trio's mock clock a one-hour commit interval passes in no real time."""
     del anyio_backend
+    monkeypatch.setattr(anyio.to_thread, "run_sync", _inline_threads)
     interval = 3600.0
     store = _Store()
     output = OutputSection(commit_items=1000, commit_interval_s=interval)

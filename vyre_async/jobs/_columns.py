@@ -116,12 +116,12 @@ def check_table(pa: Any, table: Any) -> None:
         raise ValueError(f"its column 'kind' holds {sorted(kinds - _KINDS)}")
 
 
-def parquet_bytes(records: Sequence[ItemRecord]) -> bytes:
-    """``records`` as a Parquet file (pyarrow's defaults: Snappy-compressed)."""
+def parquet_bytes(lines: bytes) -> bytes:
+    """Records encoded as JSON lines, as a Parquet file (pyarrow's defaults: Snappy)."""
     pa = optional("pyarrow", "writing Parquet chunks", ConfigurationError)
     pq = optional("pyarrow.parquet", "writing Parquet chunks", ConfigurationError)
     sink = pa.BufferOutputStream()
-    pq.write_table(records_table(pa, records), sink)
+    pq.write_table(json_lines_table(pa, lines), sink)
     data: bytes = sink.getvalue().to_pybytes()
     return data
 

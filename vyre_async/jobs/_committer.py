@@ -21,15 +21,15 @@ from anyio.abc import ObjectReceiveStream, ObjectSendStream
 from anyio.streams.memory import MemoryObjectReceiveStream
 
 from ._arrays import ArrayFileWriter
+from ._count_records import RecordPart, item_count
 from ._progress import Progress
-from ._records import ItemRecord
 from ._spec import OutputSection
 from ._store import ResultStore
 
 #: A block's records and how many of them are failures.
-Outcomes = tuple[list[ItemRecord], int]
+Outcomes = tuple[list[RecordPart], int]
 #: A chunk's records, how many are failures, and its array file.
-Chunk = tuple[list[ItemRecord], int, ArrayFileWriter | None]
+Chunk = tuple[list[RecordPart], int, ArrayFileWriter | None]
 
 
 class Committer:
@@ -55,7 +55,8 @@ class Committer:
         self._progress = progress
         self._on_failures = on_failures
         self._failed_before = store.manifest.failed
-        self._chunk: list[ItemRecord] = []
+        self._chunk: list[RecordPart] = []
+        self._chunk_items = 0
         self._chunk_failed = 0
         self._flushing = False
         self._receiving: anyio.CancelScope | None = None
@@ -90,19 +91,21 @@ class Committer:
             self._receiving.cancel()
         await self.done.wait()
 
-    async def _add(self, records: list[ItemRecord], failed: int) -> None:
+    async def _add(self, records: list[RecordPart], failed: int) -> None:
         if self._store.has_staged:  # a block with full results: to the chunk's array file
             records = await anyio.to_thread.run_sync(self._store.append_arrays, records)
+        items = item_count(records)
         self._chunk += records
+        self._chunk_items += items
         self._chunk_failed += failed
-        self._progress.add(len(records), failed)
+        self._progress.add(items, failed)
         if failed:
             self._on_failures(self._failed_before + self._progress.failed)
 
     def _cut(self) -> Chunk:
         """The chunk gathered so far, with its array file; the next one starts empty."""
         chunk = (self._chunk, self._chunk_failed, self._store.cut())
-        self._chunk, self._chunk_failed = [], 0
+        self._chunk, self._chunk_items, self._chunk_failed = [], 0, 0
         return chunk
 
     async def _gather(
@@ -129,7 +132,7 @@ class Committer:
                 await self._add(*outcomes)
             now = anyio.current_time()
             chunk = self._chunk
-            if chunk and (ended or len(chunk) >= self._output.commit_items or now >= due):
+            if chunk and (ended or self._chunk_items >= self._output.commit_items or now >= due):
                 await chunks.send(self._cut())
             if now >= due:
                 due = now + interval

@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable
 import numpy as np
 
 from ..sessions import ResidentGraphSession
+from ._count_records import CountRecords, RecordPart
 from ._items import ItemBlock
 from ._records import ItemRecord
 from ._spec import WorkloadSection
@@ -64,16 +65,18 @@ async def execute_block(
 
 def count_records(
     block: ItemBlock, workload: WorkloadSection, counts: np.ndarray, attempts: int, run_ms: float
-) -> list[ItemRecord]:
-    """Records of a block that read back counts (no files to write)."""
-    kind, index, size = workload.kind, block.workload, len(block)
-    # Positional arguments: this runs once per item of every counts job, and keywords
-    # cost about as much again as the record itself.
+) -> list[RecordPart]:
+    """Records of a block that read back counts (no files to write), as columns."""
     return [
-        ItemRecord(
-            i, index, kind, s, True, c, None, None, None, None, None, None, attempts, size, run_ms
+        CountRecords(
+            block.ids,
+            block.sources,
+            counts,
+            workload=block.workload,
+            kind=workload.kind,
+            attempts=attempts,
+            run_ms=run_ms,
         )
-        for i, s, c in zip(block.ids.tolist(), block.sources.tolist(), counts.tolist(), strict=True)
     ]
 
 
@@ -84,7 +87,7 @@ def array_records(
     result: BlockResult,
     attempts: int,
     run_ms: float,
-) -> list[ItemRecord]:
+) -> list[RecordPart]:
     """Records of a block with full results, each item's array staged in ``store``.
 
     The records name no array yet: the committer writes the staged arrays to the
@@ -110,7 +113,7 @@ def array_records(
         ]
     if result.rows is None:
         raise ValueError("a block result without rows or ranks has no arrays to write")
-    records = []
+    records: list[RecordPart] = []
     for item, source, row in zip(
         block.ids.tolist(), block.sources.tolist(), result.rows, strict=True
     ):

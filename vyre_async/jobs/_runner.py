@@ -52,6 +52,7 @@ from ..graphs import CsrGraph
 from ..logging import JsonLogFile, get_logger
 from ..telemetry import MetricFamily
 from ._committer import Committer, Outcomes
+from ._count_records import RecordPart
 from ._execute import BlockExecutor, array_records, count_records, execute_block
 from ._graph_prep import prepare_job_graph
 from ._graph_source import job_fingerprint, resolve_sources
@@ -514,7 +515,7 @@ class JobRunner:
                     continue
                 if len(block) > 1:
                     # Find the items at fault: each of the block's items on its own.
-                    done: list[ItemRecord] = []
+                    done: list[RecordPart] = []
                     failed = 0
                     for single in block.split():
                         records, failures = await self._run_block(target, single, store)

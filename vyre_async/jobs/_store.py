@@ -64,6 +64,7 @@ from ._claim import (
     unusable,
 )
 from ._columns import parquet_bytes
+from ._count_records import RecordPart, encode_lines, item_count, item_ids
 from ._layout import (
     ARRAYS_DIR,
     CHUNKS_DIR,
@@ -346,9 +347,10 @@ class ResultStore:
         that spares a counts job's blocks the trip to :meth:`append_arrays`)."""
         return bool(self._staged)
 
-    def append_arrays(self, records: Sequence[ItemRecord]) -> list[ItemRecord]:
+    def append_arrays(self, records: Sequence[RecordPart]) -> list[RecordPart]:
         """Write the staged arrays of ``records`` to the array file of the chunk being
-        gathered; return the records, those with an array naming that file.
+        gathered; return the records, those with an array naming that file (count
+        columns have no arrays and pass through).
 
         Blocks on file I/O: the committer calls it in a worker thread, for each block
         as it arrives and in arrival order, then :meth:`cut` where a chunk ends.
@@ -356,10 +358,12 @@ class ResultStore:
         record was lost is dropped).
         """
         with self._staged_lock:
-            staged = [self._staged.pop(r.id, None) for r in records]
-        result = []
+            staged = [
+                self._staged.pop(r.id, None) if isinstance(r, ItemRecord) else None for r in records
+            ]
+        result: list[RecordPart] = []
         for record, array in zip(records, staged, strict=True):
-            if array is None or not record.ok:
+            if array is None or not isinstance(record, ItemRecord) or not record.ok:
                 result.append(record)
                 continue
             writer = self._open_arrays
@@ -382,7 +386,7 @@ class ResultStore:
 
     def commit(
         self,
-        records: Sequence[ItemRecord],
+        records: Sequence[RecordPart],
         failed: int | None = None,
         arrays: ArrayFileWriter | None = None,
     ) -> ChunkEntry:
@@ -416,13 +420,13 @@ class ResultStore:
             raise
         name = chunk_name(seq, manifest.writer, manifest.chunk_format)
         if manifest.chunk_format == "parquet":
-            data = parquet_bytes(records)
+            data = parquet_bytes(encode_lines(records))
         else:
-            data = _encoder.encode_lines(records)
+            data = encode_lines(records)
         size, sha256 = self._chunks.write(name, data, exclusive=True)
         if failed is None:
-            failed = sum(not r.ok for r in records)
-        entry = ChunkEntry(name, len(records), failed, size, sha256, files)
+            failed = sum(isinstance(r, ItemRecord) and not r.ok for r in records)
+        entry = ChunkEntry(name, item_count(records), failed, size, sha256, files)
         manifest = msgspec.structs.replace(manifest, chunks=(*manifest.chunks, entry))
         self._root.write(MANIFEST_FILE, _encoder.encode(manifest))
         self._manifest = manifest
@@ -450,7 +454,7 @@ class ResultStore:
 
 
 def _check_chunk(
-    records: Sequence[ItemRecord],
+    records: Sequence[RecordPart],
     done: npt.NDArray[np.bool_],
     arrays: ArrayFileWriter | None,
     seq: int,
@@ -460,7 +464,7 @@ def _check_chunk(
     Raises:
         ValueError: See :meth:`ResultStore.commit`.
     """
-    ids = np.fromiter((r.id for r in records), dtype=np.int64, count=len(records))
+    ids = item_ids(records)
     if ids.size and (
         ids.min() < 0
         or ids.max() >= done.size
@@ -468,7 +472,7 @@ def _check_chunk(
         or np.unique(ids).size != ids.size
     ):
         raise ValueError("a chunk repeats an item, or one committed already")
-    named = {r.array for r in records if r.array is not None}
+    named = {r.array for r in records if isinstance(r, ItemRecord) and r.array is not None}
     if named != ({arrays.path} if arrays is not None else set()) or (
         arrays is not None and arrays.seq != seq
     ):
