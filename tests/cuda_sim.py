@@ -438,7 +438,7 @@ def install(
     ``options`` go to :class:`SimulatedDriver` (``lag``, ``latency_s``, ``execute``).
     """
     from vyre_async.backends import _cuda_launch
-    from vyre_async.streams import _driver
+    from vyre_async.cuda import _driver
 
     sim = SimulatedDriver(kernels, **options)
     sim._faults = {}

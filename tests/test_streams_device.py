@@ -21,8 +21,8 @@ from vyre_async.errors import (
     LifecycleError,
     UnsupportedFeatureError,
 )
-from vyre_async.streams import _device
-from vyre_async.streams._device import CudaDevice, DeviceHealth, DeviceInfo
+from vyre_async.cuda import _device
+from vyre_async.cuda._device import CudaDevice, DeviceHealth, DeviceInfo
 
 R = driver.CUresult
 A = driver.CUdevice_attribute

@@ -10,15 +10,15 @@ from typing import Any
 import pytest
 from cuda.bindings import driver
 
-import vyre_async.streams as streams
+import vyre_async.cuda as cuda_layer
 from vyre_async.errors import (
     DeviceLostError,
     DispatchError,
     OutOfMemoryError,
     UnsupportedFeatureError,
 )
-from vyre_async.streams import _driver
-from vyre_async.streams._driver import call, check, error_for, is_sticky, result_name
+from vyre_async.cuda import _driver
+from vyre_async.cuda._driver import call, check, error_for, is_sticky, result_name
 
 R = driver.CUresult
 
@@ -209,21 +209,21 @@ def test_load_driver_repeats_its_first_failure() -> None:
     assert info.value.what == reason
 
 
-def test_streams_package_exports_are_complete_and_sorted() -> None:
+def test_cuda_package_exports_are_complete_and_sorted() -> None:
     """__all__ lists every public name the package re-exports, sorted."""
     public = {
         name
-        for name, value in vars(streams).items()
+        for name, value in vars(cuda_layer).items()
         if not name.startswith("_") and not isinstance(value, types.ModuleType)
     }
-    assert set(streams.__all__) == public
-    assert list(streams.__all__) == sorted(streams.__all__)
+    assert set(cuda_layer.__all__) == public
+    assert list(cuda_layer.__all__) == sorted(cuda_layer.__all__)
 
 
-def test_importing_streams_does_not_load_the_driver_bindings() -> None:
-    """`import vyre_async.streams` works without libcuda: the bindings load lazily."""
+def test_importing_the_cuda_layer_does_not_load_the_driver_bindings() -> None:
+    """`import vyre_async.cuda` (and the streams above it) needs no libcuda: lazy bindings."""
     code = (
-        "import sys, vyre_async.streams; "
+        "import sys, vyre_async.cuda, vyre_async.streams; "
         "assert 'cuda.bindings.driver' not in sys.modules, 'driver imported eagerly'"
     )
     done = subprocess.run(  # noqa: S603 - runs this interpreter on a fixed snippet

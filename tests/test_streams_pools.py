@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from vyre_async.errors import DeviceLostError, LifecycleError, OutOfMemoryError
-from vyre_async.streams import (
+from vyre_async.cuda import (
     DeviceAllocation,
     DeviceMemoryPool,
     EventPool,

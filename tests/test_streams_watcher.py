@@ -14,8 +14,9 @@ from cuda.bindings import driver
 from trio.testing import MockClock
 
 from vyre_async.errors import DeviceLostError, DispatchError, LifecycleError
-from vyre_async.streams import Backoff, Completion, CompletionWatcher, DeviceHealth
-from vyre_async.streams._fence import Lane
+from vyre_async.cuda import DeviceHealth
+from vyre_async.streams import Backoff, Completion, CompletionWatcher
+from vyre_async.streams import Lane
 
 R = driver.CUresult
 NOT_READY = int(R.CUDA_ERROR_NOT_READY)

@@ -147,7 +147,7 @@ def gpu_unavailable_reason(ordinal: int = 0) -> str | None:
     the driver's own (no library, no device, ordinal out of range).
     """
     from .errors import VyreError
-    from .streams._device import CudaDevice
+    from .cuda import CudaDevice
 
     try:
         device = CudaDevice.open(ordinal)

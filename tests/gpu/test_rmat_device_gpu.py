@@ -20,7 +20,7 @@ from vyre_async.testing import capture_logs
 
 
 def _gpu_count() -> int:
-    from vyre_async.streams._driver import call, load_driver
+    from vyre_async.cuda._driver import call, load_driver
 
     try:
         driver = load_driver()

@@ -46,13 +46,13 @@ from ..errors import (
 from ..kernels import BUILTIN_KERNELS
 from ..kernels._kernel import BoundCall, Kernel
 from ..logging import tracing_enabled
-from ..streams._bucket_pool import bucket_capacity
+from ..cuda import bucket_capacity
 from ..streams._completion import Completion
-from ..streams._device import CudaDevice, DeviceInfo
-from ..streams._driver import call, check
+from ..cuda import CudaDevice, DeviceInfo
+from ..cuda import call, check
 from ..streams._fence import Lane
-from ..streams._handles import EventPool, StreamPool
-from ..streams._memory import DeviceAllocation, DeviceMemoryPool, PinnedBuffer, PinnedHostPool
+from ..cuda import EventPool, StreamPool
+from ..cuda import DeviceAllocation, DeviceMemoryPool, PinnedBuffer, PinnedHostPool
 from ..streams._pending import PendingDispatch
 from ..streams._watcher import CompletionWatcher
 from ._config import DispatchConfig

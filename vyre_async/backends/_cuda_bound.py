@@ -30,7 +30,7 @@ from ._interop import Borrowed, is_foreign
 from ._resident import ResidentBuffer
 
 if TYPE_CHECKING:
-    from ..streams._memory import DeviceAllocation, PinnedBuffer
+    from ..cuda import DeviceAllocation, PinnedBuffer
     from ._cuda_launch import LoadedKernel
     from ._resident import ResidentRegistry
 

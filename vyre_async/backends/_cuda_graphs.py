@@ -27,7 +27,7 @@ from typing import Any
 from ..errors import VyreError
 from ..kernels._kernel import BoundCall
 from ..logging import get_logger
-from ..streams._device import CudaDevice
+from ..cuda import CudaDevice
 
 _log = get_logger("vyre_async.backends")
 

@@ -19,7 +19,7 @@ from ._cuda_graphs import GRAPH_MIN_LAUNCHES, Step, StepPlans
 from ._resident import ResidentBuffer
 
 if TYPE_CHECKING:
-    from ..streams._device import DeviceInfo
+    from ..cuda import DeviceInfo
     from ._core import ReadPlan
     from ._cuda_launch import LoadedKernel
 

@@ -119,7 +119,7 @@ def _ordinals(device: DeviceSelector) -> list[int] | None:
 
 async def _all_cuda_devices() -> list[int]:
     def count() -> int:
-        from ..streams._driver import call, load_driver
+        from ..cuda import call, load_driver
 
         driver = load_driver()
         return int(call(driver.cuDeviceGetCount))

@@ -22,7 +22,7 @@ from ..logging import get_logger
 
 __all__ = ["BucketPool", "MemoryPoolStats", "bucket_capacity"]
 
-logger = get_logger("vyre_async.streams")
+logger = get_logger("vyre_async.cuda")
 
 MIN_CAPACITY = 256
 #: Past this size buckets grow in fixed steps, not doublings: a 1 GiB + 1 byte

@@ -28,7 +28,7 @@ from ._driver import CUDA_SUCCESS, DEVICE_LOST_FIX, call, check, load_driver, un
 
 __all__ = ["CudaDevice", "DeviceHealth", "DeviceInfo"]
 
-logger = get_logger("vyre_async.streams")
+logger = get_logger("vyre_async.cuda")
 
 # The CudaDevice whose context each thread last made current, by a token unique to
 # each open (not the context handle), so a closed device and a new one for the same
@@ -260,7 +260,7 @@ class CudaDevice:
             *args: Its arguments.
 
         Returns:
-            What :func:`~vyre_async.streams._driver.check` returns.
+            What :func:`~vyre_async.cuda.check` returns.
 
         Raises:
             LifecycleError: The device was closed.

@@ -6,7 +6,7 @@ turns a failed result into the right :class:`~vyre_async.errors.VyreError`
 the tuple, so call sites read ``ptr = call(driver.cuMemAlloc, nbytes)``.
 
 The driver module is imported lazily by :func:`load_driver`: importing
-``vyre_async.streams`` never needs ``libcuda``, so the CPU backend works on
+``vyre_async.cuda`` never needs ``libcuda``, so the CPU backend works on
 machines without a GPU.
 """
 
@@ -38,7 +38,7 @@ __all__ = [
     "result_name",
 ]
 
-logger = get_logger("vyre_async.streams")
+logger = get_logger("vyre_async.cuda")
 
 CUDA_SUCCESS = 0
 CUDA_ERROR_OUT_OF_MEMORY = 2

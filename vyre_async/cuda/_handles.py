@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 __all__ = ["EventPool", "HandlePool", "StreamPool"]
 
-logger = get_logger("vyre_async.streams")
+logger = get_logger("vyre_async.cuda")
 
 
 class HandlePool:

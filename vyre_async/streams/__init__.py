@@ -1,29 +1,22 @@
-"""The CUDA <-> anyio bridge: checked driver calls, pools, completions and the watcher.
+"""The CUDA <-> anyio bridge: completions, pending dispatches and the completion watcher.
 
-Importing this package never loads ``libcuda``: the driver is loaded by
-:func:`load_driver` (and :meth:`CudaDevice.open`) on first use, so the CPU backend
-imports :class:`PendingDispatch` and :class:`Completion` from here on machines
-without a GPU.
+A :class:`Completion` is the moment submitted work finished; a
+:class:`PendingDispatch` is its awaitable face (outputs, timing). Both are
+backend-neutral: the CPU backend completes them from its worker tasks, and their
+modules import nothing from the CUDA driver layer. The rest is how the CUDA backend
+turns stream work into completions without blocking the event loop: fences and
+lanes group a stream's work behind one recorded event, the
+:class:`CompletionWatcher` polls those events (from the waiting task while work is
+short, from its own task with :class:`Backoff` while it is long), and waiting
+tasks park on the cheapest sleep their event loop has.
+
+The driver calls themselves live one floor down, in :mod:`vyre_async.cuda`.
 """
 
 from ._backoff import Backoff as Backoff
-from ._bucket_pool import MemoryPoolStats as MemoryPoolStats
-from ._bucket_pool import bucket_capacity as bucket_capacity
 from ._completion import Completion as Completion
-from ._device import CudaDevice as CudaDevice
-from ._device import DeviceHealth as DeviceHealth
-from ._device import DeviceInfo as DeviceInfo
-from ._driver import call as call
-from ._driver import check as check
-from ._driver import error_for as error_for
-from ._driver import is_sticky as is_sticky
-from ._driver import load_driver as load_driver
-from ._handles import EventPool as EventPool
-from ._handles import StreamPool as StreamPool
-from ._memory import DeviceAllocation as DeviceAllocation
-from ._memory import DeviceMemoryPool as DeviceMemoryPool
-from ._memory import PinnedBuffer as PinnedBuffer
-from ._memory import PinnedHostPool as PinnedHostPool
+from ._fence import Fence as Fence
+from ._fence import Lane as Lane
 from ._pending import DispatchTiming as DispatchTiming
 from ._pending import PendingDispatch as PendingDispatch
 from ._pending import TimedResult as TimedResult
@@ -33,23 +26,9 @@ __all__ = [
     "Backoff",
     "Completion",
     "CompletionWatcher",
-    "CudaDevice",
-    "DeviceAllocation",
-    "DeviceHealth",
-    "DeviceInfo",
-    "DeviceMemoryPool",
     "DispatchTiming",
-    "EventPool",
-    "MemoryPoolStats",
+    "Fence",
+    "Lane",
     "PendingDispatch",
-    "PinnedBuffer",
-    "PinnedHostPool",
-    "StreamPool",
     "TimedResult",
-    "bucket_capacity",
-    "call",
-    "check",
-    "error_for",
-    "is_sticky",
-    "load_driver",
 ]

@@ -46,12 +46,12 @@ from ..errors import DeviceLostError, DispatchError, LifecycleError, VyreError
 from ..logging import get_logger
 from ._backoff import Backoff
 from ._completion import Completion
-from ._driver import CUDA_ERROR_NOT_READY, CUDA_SUCCESS, check, error_for, is_sticky
+from ..cuda import CUDA_ERROR_NOT_READY, CUDA_SUCCESS, check, error_for, is_sticky
 from ._fence import Fence, Lane
 from ._park import FUTURE, Spot, checkpoint_for, park_factory, sleep_on, wake
 
 if TYPE_CHECKING:
-    from ._device import CudaDevice, DeviceHealth
+    from ..cuda import CudaDevice, DeviceHealth
 
 __all__ = ["CompletionWatcher"]
 
