@@ -14,6 +14,8 @@ import anyio
 import pytest
 from cuda.bindings import driver
 
+from vyre_async.cuda import _device
+from vyre_async.cuda._device import CudaDevice, DeviceHealth, DeviceInfo
 from vyre_async.errors import (
     ConfigurationError,
     DeviceLostError,
@@ -21,8 +23,6 @@ from vyre_async.errors import (
     LifecycleError,
     UnsupportedFeatureError,
 )
-from vyre_async.cuda import _device
-from vyre_async.cuda._device import CudaDevice, DeviceHealth, DeviceInfo
 
 R = driver.CUresult
 A = driver.CUdevice_attribute

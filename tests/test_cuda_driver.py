@@ -11,14 +11,14 @@ import pytest
 from cuda.bindings import driver
 
 import vyre_async.cuda as cuda_layer
+from vyre_async.cuda import _driver
+from vyre_async.cuda._driver import call, check, error_for, is_sticky, result_name
 from vyre_async.errors import (
     DeviceLostError,
     DispatchError,
     OutOfMemoryError,
     UnsupportedFeatureError,
 )
-from vyre_async.cuda import _driver
-from vyre_async.cuda._driver import call, check, error_for, is_sticky, result_name
 
 R = driver.CUresult
 

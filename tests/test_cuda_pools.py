@@ -8,7 +8,6 @@ import itertools
 import numpy as np
 import pytest
 
-from vyre_async.errors import DeviceLostError, LifecycleError, OutOfMemoryError
 from vyre_async.cuda import (
     DeviceAllocation,
     DeviceMemoryPool,
@@ -17,6 +16,7 @@ from vyre_async.cuda import (
     StreamPool,
     bucket_capacity,
 )
+from vyre_async.errors import DeviceLostError, LifecycleError, OutOfMemoryError
 
 
 class FakeDeviceMemory:

@@ -13,10 +13,9 @@ import pytest
 from cuda.bindings import driver
 from trio.testing import MockClock
 
-from vyre_async.errors import DeviceLostError, DispatchError, LifecycleError
 from vyre_async.cuda import DeviceHealth
-from vyre_async.streams import Backoff, Completion, CompletionWatcher
-from vyre_async.streams import Lane
+from vyre_async.errors import DeviceLostError, DispatchError, LifecycleError
+from vyre_async.streams import Backoff, Completion, CompletionWatcher, Lane
 
 R = driver.CUresult
 NOT_READY = int(R.CUDA_ERROR_NOT_READY)

@@ -146,8 +146,8 @@ def gpu_unavailable_reason(ordinal: int = 0) -> str | None:
     Meant for ``pytest.mark.skipif`` / ``pytest.skip`` in GPU tests: the reason is
     the driver's own (no library, no device, ordinal out of range).
     """
-    from .errors import VyreError
     from .cuda import CudaDevice
+    from .errors import VyreError
 
     try:
         device = CudaDevice.open(ordinal)

@@ -35,6 +35,19 @@ from typing import Any
 import anyio
 import numpy as np
 
+from ..cuda import (
+    CudaDevice,
+    DeviceAllocation,
+    DeviceInfo,
+    DeviceMemoryPool,
+    EventPool,
+    PinnedBuffer,
+    PinnedHostPool,
+    StreamPool,
+    bucket_capacity,
+    call,
+    check,
+)
 from ..errors import (
     DeviceLostError,
     DispatchError,
@@ -46,13 +59,8 @@ from ..errors import (
 from ..kernels import BUILTIN_KERNELS
 from ..kernels._kernel import BoundCall, Kernel
 from ..logging import tracing_enabled
-from ..cuda import bucket_capacity
 from ..streams._completion import Completion
-from ..cuda import CudaDevice, DeviceInfo
-from ..cuda import call, check
 from ..streams._fence import Lane
-from ..cuda import EventPool, StreamPool
-from ..cuda import DeviceAllocation, DeviceMemoryPool, PinnedBuffer, PinnedHostPool
 from ..streams._pending import PendingDispatch
 from ..streams._watcher import CompletionWatcher
 from ._config import DispatchConfig

@@ -24,8 +24,7 @@ from ._interop import DL_CUDA, LEGACY_STREAM, dlpack_capsule
 from ._resident import Exporter, ResidentBuffer
 
 if TYPE_CHECKING:
-    from ..cuda import CudaDevice
-    from ..cuda import DeviceAllocation
+    from ..cuda import CudaDevice, DeviceAllocation
     from ..streams._watcher import CompletionWatcher
     from ._resident import ResidentRegistry
 

@@ -42,11 +42,11 @@ import anyio
 import anyio.lowlevel
 from anyio.abc import TaskStatus
 
+from ..cuda import CUDA_ERROR_NOT_READY, CUDA_SUCCESS, check, error_for, is_sticky
 from ..errors import DeviceLostError, DispatchError, LifecycleError, VyreError
 from ..logging import get_logger
 from ._backoff import Backoff
 from ._completion import Completion
-from ..cuda import CUDA_ERROR_NOT_READY, CUDA_SUCCESS, check, error_for, is_sticky
 from ._fence import Fence, Lane
 from ._park import FUTURE, Spot, checkpoint_for, park_factory, sleep_on, wake
 
