@@ -437,12 +437,12 @@ def install(
 
     ``options`` go to :class:`SimulatedDriver` (``lag``, ``latency_s``, ``execute``).
     """
-    from vyre_async.backends import _cuda_launch
+    from vyre_async.backends.cuda import _launch as cuda_launch
     from vyre_async.cuda import _driver
 
     sim = SimulatedDriver(kernels, **options)
     sim._faults = {}
     monkeypatch.setattr(_driver, "_driver", sim)
     monkeypatch.setattr(_driver, "_failure", None)
-    monkeypatch.setattr(_cuda_launch, "compile_kernel", sim.compile)
+    monkeypatch.setattr(cuda_launch, "compile_kernel", sim.compile)
     return sim

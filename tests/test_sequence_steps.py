@@ -7,7 +7,7 @@ import numpy.testing  # imported here: a lazy import inside a test reads files
 import pytest
 
 import vyre_async as va
-from vyre_async.backends._cuda_graphs import StepPlans
+from vyre_async.backends.cuda._graphs import StepPlans
 from vyre_async.kernels import axpy, sum_reduce
 
 

@@ -38,8 +38,7 @@ from .jobs import (
     serve_metrics,
 )
 from .jobs._signals import exiting_at_once_on_signals
-from .kernels._cache import cache_root
-from .kernels._nvrtc import nvrtc_version
+from .kernels import cache_root, nvrtc_version
 from .logging import configure_logging
 
 

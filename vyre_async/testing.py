@@ -15,8 +15,7 @@ import numpy as np
 from structlog.testing import capture_logs
 
 from .errors import LifecycleError
-from .kernels._kernel import Kernel, grid_stride
-from .kernels._signature import BufferParam, ScalarParam
+from .kernels import BufferParam, Kernel, ScalarParam, grid_stride
 from .telemetry import TelemetrySnapshot
 
 __all__ = [

@@ -20,10 +20,9 @@ import anyio
 import numpy as np
 
 from ..errors import LifecycleError, ValidationError, VyreError
-from ..kernels._kernel import BoundCall, Kernel
+from ..kernels import BoundCall, Kernel
 from ..logging import get_logger
-from ..streams._completion import Completion
-from ..streams._pending import DispatchTiming, PendingDispatch
+from ..streams import Completion, DispatchTiming, PendingDispatch
 from ..telemetry import Activity, TelemetryCounters, TelemetrySnapshot
 from ._config import DispatchConfig
 from ._interop import Borrowed, host_view, is_foreign

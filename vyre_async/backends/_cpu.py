@@ -24,10 +24,9 @@ from ..errors import (
     ValidationError,
     VyreError,
 )
-from ..kernels._kernel import BoundCall, Kernel, Reference
+from ..kernels import BoundCall, Kernel, Reference
 from ..logging import tracing_enabled
-from ..streams._completion import Completion
-from ..streams._pending import PendingDispatch
+from ..streams import Completion, PendingDispatch
 from ._config import DispatchConfig
 from ._core import (
     BackendCore,

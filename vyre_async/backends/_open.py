@@ -30,7 +30,7 @@ def _cuda_backend_class() -> type[BackendCore[Any]]:
     # The toolchain check first: a driver older than the installed CUDA major is an
     # UnsupportedFeatureError (with the extra to install), so "auto" falls back.
     check_cuda_toolchain()
-    from ._cuda import CudaBackend
+    from .cuda import CudaBackend
 
     return CudaBackend
 

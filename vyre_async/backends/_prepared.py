@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 import numpy as np
 
 from ..errors import ValidationError
-from ..kernels._kernel import BoundCall
-from ..streams._pending import PendingDispatch
+from ..kernels import BoundCall
+from ..streams import PendingDispatch
 from ._config import DispatchConfig
 from ._resident import ResidentBuffer
 from ._sequence import SequenceStep, bind_step

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import numpy as np
 
-from ..kernels._kernel import Kernel
-from ..streams._pending import PendingDispatch
+from ..kernels import Kernel
+from ..streams import PendingDispatch
 from ..telemetry import Activity, TelemetrySnapshot
 from ._config import DispatchConfig
 from ._core import BackendState

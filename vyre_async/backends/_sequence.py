@@ -7,8 +7,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from ..errors import ValidationError
-from ..kernels._kernel import BoundCall, Kernel
-from ..kernels._signature import Scalar
+from ..kernels import BoundCall, Kernel, Scalar
 from ._resident import ResidentBuffer
 
 _set = object.__setattr__  # how a frozen dataclass sets its own fields

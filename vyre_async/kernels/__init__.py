@@ -30,7 +30,9 @@ from ._egraph_layout import EGRAPH_STATE_WORDS as EGRAPH_STATE_WORDS
 from ._histogram import histogram256 as histogram256
 from ._kernel import BoundCall as BoundCall
 from ._kernel import Kernel as Kernel
+from ._kernel import LaunchRule as LaunchRule
 from ._kernel import LaunchShape as LaunchShape
+from ._kernel import Reference as Reference
 from ._kernel import grid_stride as grid_stride
 from ._msbfs import MSBFS_KERNELS as MSBFS_KERNELS
 from ._msbfs import MSBFS_MAX_WORDS as MSBFS_MAX_WORDS
@@ -65,6 +67,7 @@ from ._rmat_build import scan_exclusive as scan_exclusive
 from ._rmat_build import unique_compact as unique_compact
 from ._rmat_build import unique_count as unique_count
 from ._signature import BufferParam as BufferParam
+from ._signature import Scalar as Scalar
 from ._signature import ScalarParam as ScalarParam
 
 #: Every kernel that ships with vyre_async, in a stable order.
@@ -89,6 +92,7 @@ __all__ = [
     "EGRAPH_KERNELS",
     "EGRAPH_STATE_WORDS",
     "Kernel",
+    "LaunchRule",
     "LaunchShape",
     "MSBFS_KERNELS",
     "MSBFS_MAX_WORDS",
@@ -98,6 +102,8 @@ __all__ = [
     "PR_STATE_WORDS",
     "RMAT_KERNELS",
     "RMAT_RADIX_BITS",
+    "Reference",
+    "Scalar",
     "ScalarParam",
     "arch_for",
     "axpy",

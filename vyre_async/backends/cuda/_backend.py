@@ -1,6 +1,6 @@
 """The CUDA backend: dispatches as stream work, completions from recorded events.
 
-A dispatch is a :class:`~._cuda_bound.BoundLaunch` (made on the first dispatch of a
+A dispatch is a :class:`~._bound.BoundLaunch` (made on the first dispatch of a
 kernel with given bindings, found by a dictionary lookup afterwards) enqueued on one
 of the backend's streams from the event-loop thread without waiting: host inputs
 copied into the launch's page-locked staging block, one host-to-device copy, output
@@ -20,7 +20,7 @@ does that ahead of time).
 
 Reads: a few bytes land in kept page-locked blocks; 2-32 MiB in a block lent from
 :class:`~._host_results.ResultBlocks` (page-locked once it comes back); larger reads
-come back in 2 MiB pieces through page-locked staging (:mod:`._cuda_readback`); a
+come back in 2 MiB pieces through page-locked staging (:mod:`._readback`); a
 page-locked ``out=`` takes the device's copy directly.
 """
 
@@ -35,7 +35,7 @@ from typing import Any
 import anyio
 import numpy as np
 
-from ..cuda import (
+from ...cuda import (
     CudaDevice,
     DeviceAllocation,
     DeviceInfo,
@@ -48,7 +48,7 @@ from ..cuda import (
     call,
     check,
 )
-from ..errors import (
+from ...errors import (
     DeviceLostError,
     DispatchError,
     LifecycleError,
@@ -56,15 +56,11 @@ from ..errors import (
     ValidationError,
     VyreError,
 )
-from ..kernels import BUILTIN_KERNELS
-from ..kernels._kernel import BoundCall, Kernel
-from ..logging import tracing_enabled
-from ..streams._completion import Completion
-from ..streams._fence import Lane
-from ..streams._pending import PendingDispatch
-from ..streams._watcher import CompletionWatcher
-from ._config import DispatchConfig
-from ._core import (
+from ...kernels import BUILTIN_KERNELS, BoundCall, Kernel
+from ...logging import tracing_enabled
+from ...streams import Completion, CompletionWatcher, Lane, PendingDispatch
+from .._config import DispatchConfig
+from .._core import (
     BackendCore,
     BackendState,
     OutputPlace,
@@ -75,24 +71,24 @@ from ._core import (
     _uses,
     check_repeat_count,
 )
-from ._cuda_bound import (
+from .._interop import Borrowed, borrow, host_view, is_foreign
+from .._prepared import PreparedSequence, SequenceResult
+from .._prepared_dispatch import PreparedDispatch
+from .._resident import ResidentBuffer, slab_layout
+from ._bound import (
     SPARE_STAGING,
     SPARE_STAGING_MAX_BYTES,
     BoundLaunch,
     Staging,
     launch_key,
 )
-from ._cuda_export import CudaExporter
-from ._cuda_graphs import BodyGraphs, StepPlans
-from ._cuda_launch import KernelCache, LoadedKernel
-from ._cuda_readback import COPY_THREADS, copy_out_pieces, plan_read_pieces
-from ._cuda_sequence import SequencePlan
-from ._cuda_staging import COPY_PAD
+from ._export import CudaExporter
+from ._graphs import BodyGraphs, StepPlans
 from ._host_results import HostBlock, ResultBlocks
-from ._interop import Borrowed, borrow, host_view, is_foreign
-from ._prepared import PreparedSequence, SequenceResult
-from ._prepared_dispatch import PreparedDispatch
-from ._resident import ResidentBuffer, slab_layout
+from ._launch import KernelCache, LoadedKernel
+from ._readback import COPY_THREADS, copy_out_pieces, plan_read_pieces
+from ._sequence_plan import SequencePlan
+from ._staging import COPY_PAD
 
 #: Streams work is spread over, round robin (dependent work follows its dependency).
 STREAMS = 4
@@ -1783,7 +1779,7 @@ class CudaBackend(BackendCore[DeviceAllocation]):
         """A large read: pieces copied out in worker threads while later pieces land.
 
         Every piece is enqueued at once on one stream, each with its own completion
-        (see :mod:`._cuda_readback`). The pinned block goes back to its pool once no
+        (see :mod:`._readback`). The pinned block goes back to its pool once no
         copy reads it: at once on success, after the last piece has landed when the
         wait is cancelled or fails.
         """

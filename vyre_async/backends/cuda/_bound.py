@@ -12,7 +12,7 @@ scalars when their values or types differ from the last call, and the resident
 buffers whenever one left the registry (a freed buffer is refused there).
 
 Host-bound buffers travel through a :class:`Staging` pair (a page-locked block and a
-device block with the same layout, see :mod:`._cuda_staging`); a launch keeps a few
+device block with the same layout, see :mod:`._staging`); a launch keeps a few
 idle pairs so a repeated dispatch takes one from a list.
 """
 
@@ -24,15 +24,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..kernels._kernel import BoundCall, Kernel
-from ._cuda_staging import StagingPlan, plan_staging
-from ._interop import Borrowed, is_foreign
-from ._resident import ResidentBuffer
+from ...kernels import BoundCall, Kernel
+from .._interop import Borrowed, is_foreign
+from .._resident import ResidentBuffer
+from ._staging import StagingPlan, plan_staging
 
 if TYPE_CHECKING:
-    from ..cuda import DeviceAllocation, PinnedBuffer
-    from ._cuda_launch import LoadedKernel
-    from ._resident import ResidentRegistry
+    from ...cuda import DeviceAllocation, PinnedBuffer
+    from .._resident import ResidentRegistry
+    from ._launch import LoadedKernel
 
 #: Idle staging pairs a bound launch keeps for its next dispatches...
 SPARE_STAGING = 4

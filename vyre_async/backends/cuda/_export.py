@@ -19,14 +19,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..errors import LifecycleError
-from ._interop import DL_CUDA, LEGACY_STREAM, dlpack_capsule
-from ._resident import Exporter, ResidentBuffer
+from ...errors import LifecycleError
+from .._interop import DL_CUDA, LEGACY_STREAM, dlpack_capsule
+from .._resident import Exporter, ResidentBuffer
 
 if TYPE_CHECKING:
-    from ..cuda import CudaDevice, DeviceAllocation
-    from ..streams._watcher import CompletionWatcher
-    from ._resident import ResidentRegistry
+    from ...cuda import CudaDevice, DeviceAllocation
+    from ...streams import CompletionWatcher
+    from .._resident import ResidentRegistry
 
 __all__ = ["CudaExporter"]
 

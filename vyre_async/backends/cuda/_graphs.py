@@ -24,10 +24,10 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any
 
-from ..cuda import CudaDevice
-from ..errors import VyreError
-from ..kernels._kernel import BoundCall
-from ..logging import get_logger
+from ...cuda import CudaDevice
+from ...errors import VyreError
+from ...kernels import BoundCall
+from ...logging import get_logger
 
 _log = get_logger("vyre_async.backends")
 

@@ -18,11 +18,9 @@ from typing import Any
 
 import numpy as np
 
-from ..cuda import CudaDevice, DeviceInfo
-from ..errors import UnsupportedFeatureError
-from ..kernels._compile import CompiledKernel, compile_kernel
-from ..kernels._kernel import BoundCall, Kernel, LaunchShape
-from ..kernels._signature import BufferParam
+from ...cuda import CudaDevice, DeviceInfo
+from ...errors import UnsupportedFeatureError
+from ...kernels import BoundCall, BufferParam, CompiledKernel, Kernel, LaunchShape, compile_kernel
 
 _CTYPES: dict[np.dtype[Any], type[ctypes._SimpleCData[Any]]] = {
     np.dtype(np.int8): ctypes.c_int8,

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import anyio
 import numpy as np
 
-from ..streams._completion import Completion
+from ...streams import Completion
 
 __all__ = ["COPY_THREADS", "PIECE_BYTES", "ReadPiece", "copy_out_pieces", "plan_read_pieces"]
 

@@ -14,14 +14,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..kernels._kernel import BoundCall, Kernel
-from ._cuda_graphs import GRAPH_MIN_LAUNCHES, Step, StepPlans
-from ._resident import ResidentBuffer
+from ...kernels import BoundCall, Kernel
+from .._resident import ResidentBuffer
+from ._graphs import GRAPH_MIN_LAUNCHES, Step, StepPlans
 
 if TYPE_CHECKING:
-    from ..cuda import DeviceInfo
-    from ._core import ReadPlan
-    from ._cuda_launch import LoadedKernel
+    from ...cuda import DeviceInfo
+    from .._core import ReadPlan
+    from ._launch import LoadedKernel
 
 #: Alignment of each read's bytes in the page-locked block.
 READ_ALIGN = 256

@@ -1,6 +1,6 @@
 """Staging plans: where each host-bound buffer of a dispatch lives in pinned and device memory.
 
-Resident buffers and borrowed device arrays (:mod:`._interop`) are used in place and
+Resident buffers and borrowed device arrays (:mod:`.._interop`) are used in place and
 have no slot here.
 
 One dispatch gets one pinned block and one device block. Inside both, buffers are
@@ -18,9 +18,9 @@ from typing import Any
 
 import numpy as np
 
-from ..kernels._kernel import BoundCall, Kernel
-from ._interop import Borrowed
-from ._resident import ResidentBuffer
+from ...kernels import BoundCall, Kernel
+from .._interop import Borrowed
+from .._resident import ResidentBuffer
 
 ALIGN = 256
 COPY_PAD = 16
