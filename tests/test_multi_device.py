@@ -33,7 +33,7 @@ async def test_a_list_of_devices_opens_a_multi_device_backend_that_refuses_one_d
         summed = (a + b for a, b in zip(first, second, strict=True))
         assert backend.activity() == va.Activity(*summed)
         assert backend.activity().kernel_launches == 2
-    assert all(d.state is va.BackendState.CLOSED for d in backend.devices)
+    assert all(d.state is va.LifecycleState.CLOSED for d in backend.devices)
 
 
 async def test_all_on_the_cpu_and_a_single_ordinal_give_an_ordinary_backend() -> None:

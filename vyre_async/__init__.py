@@ -18,9 +18,9 @@ from . import errors as errors
 from . import graphs as graphs
 from . import jobs as jobs
 from . import kernels as kernels
+from ._lifecycle import LifecycleState as LifecycleState
 from ._version import __version__ as __version__
 from .backends import Backend as Backend
-from .backends import BackendState as BackendState
 from .backends import CpuBackend as CpuBackend
 from .backends import DispatchConfig as DispatchConfig
 from .backends import PreparedDispatch as PreparedDispatch
@@ -55,7 +55,6 @@ from .telemetry import to_prometheus_text as to_prometheus_text
 __all__ = [
     "Activity",
     "Backend",
-    "BackendState",
     "BatchingConfig",
     "CompileError",
     "ConfigurationError",
@@ -66,6 +65,7 @@ __all__ = [
     "DispatchTiming",
     "Kernel",
     "LifecycleError",
+    "LifecycleState",
     "OutOfMemoryError",
     "PendingDispatch",
     "PreparedDispatch",

@@ -8,7 +8,6 @@ here, once, before any hook runs.
 from __future__ import annotations
 
 import contextlib
-import enum
 import time
 import weakref
 from abc import ABC, abstractmethod
@@ -19,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, Self, TypeVar
 import anyio
 import numpy as np
 
+from .._lifecycle import Lifecycle, LifecycleState
 from ..errors import LifecycleError, ValidationError, VyreError
 from ..kernels import BoundCall, Kernel
 from ..logging import get_logger
@@ -30,12 +30,6 @@ from ._prepared import PreparedSequence, SequenceResult
 from ._prepared_dispatch import PreparedDispatch
 from ._resident import Exporter, ResidentBuffer, ResidentRegistry
 from ._sequence import ReadRange, SequenceStep, bind_step, resolve_range
-
-if TYPE_CHECKING:
-    from ..egraph import EGraphDeviceView, EGraphHostView, EGraphSession, ResidentEGraph
-    from ..egraph._upload import EGraphSource
-    from ..graphs import CsrGraph
-    from ..sessions import BatchingConfig, ResidentGraphSession
 
 S = TypeVar("S")
 Outputs = dict[str, np.ndarray]
@@ -49,21 +43,15 @@ _BOUND_STEP_CACHE = 4096
 CLOSE_DEADLINE_S = 30.0
 
 
-class BackendState(enum.Enum):
-    """Lifecycle of a backend: made, opened once, closed once."""
-
-    UNOPENED = "unopened"
-    OPEN = "open"
-    CLOSED = "closed"
-
-
-class BackendCore(ABC, Generic[S]):
+class BackendCore(Lifecycle, ABC, Generic[S]):
     """Shared implementation behind :class:`Backend`; ``S`` is the storage type."""
 
     kind: str = "abstract"
+    _make_fix = "open a new backend with vyre_async.open_backend()."
+    _use_fix = "use it inside `async with vyre_async.open_backend() as backend:`."
 
     def __init__(self) -> None:
-        self._state = BackendState.UNOPENED
+        self._noun = f"{self.kind} backend"
         self._counters = TelemetryCounters()
         self._registry: ResidentRegistry[S] = ResidentRegistry(
             self.kind, self._count_resident, self._exporter()
@@ -75,25 +63,16 @@ class BackendCore(ABC, Generic[S]):
 
     # ----------------------------------------------------------------- lifecycle
     @property
-    def state(self) -> BackendState:
-        """Unopened, open or closed."""
-        return self._state
-
-    @property
     @abstractmethod
     def device_name(self) -> str:
         """Human name of the device."""
 
     async def __aenter__(self) -> Self:
-        if self._state is not BackendState.UNOPENED:
-            raise LifecycleError(
-                f"this {self.kind} backend is {self._state.value} and cannot be opened again",
-                fix="open a new backend with vyre_async.open_backend().",
-            )
+        self._enter_open()
         try:
             await self._open()
         except BaseException:
-            self._state = BackendState.CLOSED
+            self._enter_closed()
             raise
         task_group = anyio.create_task_group()
         await task_group.__aenter__()
@@ -104,10 +83,9 @@ class BackendCore(ABC, Generic[S]):
             with anyio.CancelScope(shield=True):
                 await self._close()
             await task_group.__aexit__(None, None, None)
-            self._state = BackendState.CLOSED
+            self._enter_closed()
             raise
         self._task_group = task_group
-        self._state = BackendState.OPEN
         self._log = self._log.bind(backend=self.kind, device=self.device_name)
         self._log.info("backend opened")
         return self
@@ -123,10 +101,10 @@ class BackendCore(ABC, Generic[S]):
 
     async def aclose(self) -> None:
         """Refuse new work, wait for unfinished work, free everything. Idempotent."""
-        if self._state is not BackendState.OPEN:
-            self._state = BackendState.CLOSED
+        was_open = self._state is LifecycleState.OPEN
+        self._enter_closed()
+        if not was_open:
             return
-        self._state = BackendState.CLOSED
         task_group, self._task_group = self._task_group, None
         with anyio.CancelScope(shield=True):
             with anyio.move_on_after(CLOSE_DEADLINE_S) as scope:
@@ -148,11 +126,9 @@ class BackendCore(ABC, Generic[S]):
         self._log.info("backend closed")
 
     def _check_open(self) -> anyio.abc.TaskGroup:
-        if self._state is not BackendState.OPEN or self._task_group is None:
-            raise LifecycleError(
-                f"this {self.kind} backend is {self._state.value}",
-                fix="use it inside `async with vyre_async.open_backend() as backend:`.",
-            )
+        if self._state is not LifecycleState.OPEN or self._task_group is None:
+            self._require_open()
+            raise LifecycleError(f"this {self._noun} is still opening", fix=self._use_fix)
         self._check_healthy()
         return self._task_group
 
@@ -563,7 +539,7 @@ class BackendCore(ABC, Generic[S]):
     def _release_late(self, storage: S) -> None:
         """An exported buffer's last reference went (any thread, at collection time)."""
         try:
-            if self._state is BackendState.OPEN:
+            if self._state is LifecycleState.OPEN:
                 self._release(storage)
             else:
                 self._free_orphan(storage)
@@ -641,65 +617,6 @@ class BackendCore(ABC, Generic[S]):
             offset, count = resolve_range(r.buffer, r.offset, r.count)
             plans.append((storage, r.buffer, offset, count))
         return plans
-
-    # ----------------------------------------------------------------- sessions
-    def resident_graph(
-        self, graph: CsrGraph, *, batching: BatchingConfig | None = None
-    ) -> ResidentGraphSession:
-        """A session keeping ``graph`` on this backend; use it with ``async with``.
-
-        The graph is uploaded once on entry (one allocation) and freed on exit, also
-        on error or cancellation. With ``batching``, concurrent queries are coalesced
-        into multi-source traversals.
-        """
-        # The one upward import: DESIGN's API puts the factory on the backend, while
-        # sessions sit above backends and build only on the Backend protocol.
-        from ..sessions import ResidentGraphSession
-
-        return ResidentGraphSession(self, graph, batching=batching)
-
-    # ----------------------------------------------------------------- e-graphs
-    async def upload_egraph(
-        self, source: EGraphSource, *, chunk_bytes: int | None = None
-    ) -> ResidentEGraph:
-        """Upload an e-graph snapshot or upload plan as one resident ``<u4`` buffer.
-
-        See :func:`vyre_async.egraph.upload_egraph`: the buffer is freed again if
-        the upload fails part way.
-        """
-        # Lazy, like resident_graph: egraph sits above backends.
-        from ..egraph._upload import DEFAULT_CHUNK_BYTES, upload_egraph
-
-        self._check_open()
-        chunk = DEFAULT_CHUNK_BYTES if chunk_bytes is None else chunk_bytes
-        return await upload_egraph(self, source, chunk_bytes=chunk)
-
-    def egraph_view(self, image: ResidentEGraph) -> EGraphDeviceView | EGraphHostView:
-        """The checked per-column view of a resident e-graph image.
-
-        Device pointers on the CUDA backend, read-only NumPy views on the CPU backend.
-
-        Raises:
-            ValidationError: A column lies outside the buffer or its address overflows.
-        """
-        from ..egraph._view import resolve_view
-
-        self._check_open()
-        storage = self._registry.storage(image.buffer)
-        return resolve_view(image.buffer.nbytes, storage, image.layout)
-
-    def egraph_session(
-        self, source: EGraphSource, *, chunk_bytes: int | None = None
-    ) -> EGraphSession:
-        """A session keeping an e-graph on this backend; use it with ``async with``.
-
-        The image is uploaded on entry and freed, with its scratch, on exit.
-        """
-        from ..egraph._session import EGraphSession
-        from ..egraph._upload import DEFAULT_CHUNK_BYTES
-
-        chunk = DEFAULT_CHUNK_BYTES if chunk_bytes is None else chunk_bytes
-        return EGraphSession(self, source, chunk_bytes=chunk)
 
     # ----------------------------------------------------------------- telemetry
     def telemetry(self) -> TelemetrySnapshot:

@@ -37,7 +37,7 @@ import anyio
 from anyio.abc import TaskGroup, TaskStatus
 
 from ..errors import DispatchError, LifecycleError, QueueFullError, ValidationError, VyreError
-from ._batch_stats import BatchCounters, BatcherStats
+from ._stats import BatchCounters, BatcherStats
 
 Req = TypeVar("Req")
 Res = TypeVar("Res")

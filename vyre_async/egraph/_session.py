@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Self
 import anyio
 import numpy as np
 
-from ..backends import BackendState, ReadRange, ResidentBuffer, SequenceStep
+from .._lifecycle import LifecycleState
+from ..backends import ReadRange, ResidentBuffer, SequenceStep
 from ..errors import ConfigurationError, LifecycleError
 from ..kernels import _egraph
 from ..kernels._egraph_layout import (
@@ -121,7 +122,7 @@ class EGraphSession:
         self._scratch.clear()
         self._round.clear()
         self._resident = self._view = None
-        if self._backend.state is not BackendState.OPEN:
+        if self._backend.state is not LifecycleState.OPEN:
             return  # the backend freed everything when it closed
         with anyio.CancelScope(shield=True):
             # A cancelled canonicalization's sequence may still run on these buffers.

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, TypeAlias
 
 import anyio
 
-from ..backends._core import BackendState
+from .._lifecycle import LifecycleState
 from ..backends._resident import ResidentBuffer
 from ._image import IMAGE_DTYPE
 from ._layout import WORD_BYTES, EGraphByteLayout
@@ -103,7 +103,7 @@ async def upload_egraph(
         await _write_chunks(backend, buffer, plan.words, chunk_bytes // WORD_BYTES)
     except BaseException:
         with anyio.CancelScope(shield=True):
-            if backend.state is BackendState.OPEN:
+            if backend.state is LifecycleState.OPEN:
                 await backend.free(buffer)
         raise
     return ResidentEGraph(buffer, plan.layout)

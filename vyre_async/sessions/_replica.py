@@ -13,7 +13,8 @@ from typing import NamedTuple
 import anyio
 import numpy as np
 
-from ..backends import Backend, BackendState, PreparedSequence, ResidentBuffer, SequenceStep
+from .._lifecycle import LifecycleState
+from ..backends import Backend, PreparedSequence, ResidentBuffer, SequenceStep
 from ..errors import OutOfMemoryError
 from ..graphs import CsrGraph
 from ..kernels import _bfs, _pagerank
@@ -186,7 +187,7 @@ class GraphReplica:
         self.scratch.clear()
         self.free_bfs.clear()
         self.free_pr.clear()
-        if self.backend.state is not BackendState.OPEN or self.lost is not None:
+        if self.backend.state is not LifecycleState.OPEN or self.lost is not None:
             return  # the backend freed everything when it closed, or cannot any more
         with anyio.CancelScope(shield=True):
             # A cancelled query's sequence may still be running on these buffers.

@@ -35,6 +35,7 @@ from typing import Any
 import anyio
 import numpy as np
 
+from ..._lifecycle import LifecycleState
 from ...cuda import (
     CudaDevice,
     DeviceAllocation,
@@ -62,7 +63,6 @@ from ...streams import Completion, CompletionWatcher, Lane, PendingDispatch
 from .._config import DispatchConfig
 from .._core import (
     BackendCore,
-    BackendState,
     OutputPlace,
     Outputs,
     ReadPlan,
@@ -110,7 +110,7 @@ RESULT_BLOCKS_IDLE_BYTES = 128 << 20
 #: ...and page-locked once they come back, up to this many bytes in all.
 RESULT_BLOCKS_LOCKED_BYTES = 256 << 20
 _SMALL_READ_CAPACITY = bucket_capacity(SMALL_READ_BYTES)
-_OPEN = BackendState.OPEN
+_OPEN = LifecycleState.OPEN
 _NO_WAITS: list[Completion] = []
 
 
