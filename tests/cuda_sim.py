@@ -28,7 +28,7 @@ import numpy as np
 import pytest
 from cuda.bindings import driver as real
 
-from vyre_async.kernels import BUILTIN_KERNELS
+from vyre_async.kernels import builtin_kernels
 from vyre_async.kernels._compile import CompiledKernel
 from vyre_async.kernels._kernel import Kernel
 from vyre_async.kernels._signature import BufferParam, ScalarParam
@@ -87,7 +87,7 @@ class SimulatedDriver(types.ModuleType):
     ) -> None:
         super().__init__("simulated_driver")
         self._ids = itertools.count(0x1000)
-        self._kernels = {k.entry: k for k in (*BUILTIN_KERNELS, *kernels)}
+        self._kernels = {k.entry: k for k in (*builtin_kernels(), *kernels)}
         self._starts: list[int] = []
         self._blocks: dict[int, np.ndarray] = {}  # start address -> its bytes
         self._pinned: set[int] = set()  # host allocations (start addresses)

@@ -58,8 +58,7 @@ class Lifecycle:
         """
         if self._state is not LifecycleState.UNOPENED:
             raise LifecycleError(
-                f"this {self._noun} is {self._state.value} and cannot be "
-                f"{self._open_verb} again",
+                f"this {self._noun} is {self._state.value} and cannot be {self._open_verb} again",
                 fix=self._make_fix,
             )
         self._state = LifecycleState.OPEN

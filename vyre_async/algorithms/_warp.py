@@ -9,10 +9,6 @@ walks a longer list.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
-from ._kernel import LaunchRule, LaunchShape, grid_stride
-
 #: ``warp_exclusive_scan`` and ``warp_owner``; sources that use them define FULL_MASK.
 WARP_MERGE = r"""
 // Exclusive prefix sum of `x` over the warp; *total gets the warp's sum.
@@ -44,19 +40,3 @@ __device__ __forceinline__ int warp_owner(long long start, long long k)
     return owner;
 }
 """
-
-
-def at_least_one_block(symbol: str, block: int) -> LaunchRule:
-    """A grid-stride rule that launches even for zero elements (state words must be set)."""
-    inner = grid_stride(symbol, block=block)
-
-    def rule(sizes: Mapping[str, int]) -> LaunchShape:
-        shape = inner(sizes)
-        return LaunchShape(grid=(max(1, shape.grid[0]), 1, 1), block=shape.block)
-
-    return rule
-
-
-def one_thread(sizes: Mapping[str, int]) -> LaunchShape:
-    """A single thread: state bookkeeping between the parallel steps."""
-    return LaunchShape(grid=(1, 1, 1), block=(1, 1, 1))

@@ -6,8 +6,10 @@ opens one per device as a :class:`DeviceGroup`. The CUDA backend lives in
 """
 
 from ._config import DispatchConfig as DispatchConfig
+from ._core import check_out as check_out
 from ._cpu import CpuBackend as CpuBackend
 from ._group import DeviceGroup as DeviceGroup
+from ._interop import is_foreign as is_foreign
 from ._open import BackendKind as BackendKind
 from ._open import DeviceSelector as DeviceSelector
 from ._open import open_backend as open_backend
@@ -19,6 +21,7 @@ from ._protocol import Backend as Backend
 from ._resident import ResidentBuffer as ResidentBuffer
 from ._sequence import ReadRange as ReadRange
 from ._sequence import SequenceStep as SequenceStep
+from ._toolchain import describe_cuda_toolchain as describe_cuda_toolchain
 
 __all__ = [
     "Backend",
@@ -33,6 +36,9 @@ __all__ = [
     "ResidentBuffer",
     "SequenceResult",
     "SequenceStep",
+    "check_out",
+    "describe_cuda_toolchain",
+    "is_foreign",
     "open_backend",
     "open_devices",
 ]

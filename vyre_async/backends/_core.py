@@ -13,7 +13,7 @@ import weakref
 from abc import ABC, abstractmethod
 from collections.abc import Coroutine, Mapping, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Generic, Literal, Self, TypeVar
+from typing import Any, Generic, Literal, Self, TypeVar
 
 import anyio
 import numpy as np
@@ -509,6 +509,10 @@ class BackendCore(Lifecycle, ABC, Generic[S]):
         self._counters.bytes_downloaded += sum(a.nbytes for a in arrays)
         self._counters.sync_points += 1
         return arrays
+
+    def owns(self, buffer: object) -> bool:
+        """Whether ``buffer`` is a live resident buffer of this backend (not freed)."""
+        return self._registry.owns(buffer)
 
     async def settle(self, buffers: Sequence[ResidentBuffer]) -> None:
         """Wait until no unfinished dispatch or sequence uses ``buffers``.

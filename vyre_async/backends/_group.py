@@ -83,9 +83,10 @@ class DeviceGroup(Lifecycle):
             backend.reset_telemetry()
 
     async def aclose(self) -> None:
-        """Close every backend (idempotent; finishes even when cancelled)."""
+        """Close every backend, the last opened first (idempotent; finishes even when
+        cancelled)."""
         if not self._enter_closed():
             return
         with anyio.CancelScope(shield=True):
-            for backend in self._backends:
+            for backend in reversed(self._backends):
                 await backend.aclose()

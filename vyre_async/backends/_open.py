@@ -114,10 +114,12 @@ async def open_devices(
         backends = await _open_each(stack, checked, ordinals, cpu_workers, max_device_bytes)
         group = DeviceGroup(backends)
         group._enter_open()
-        stack.push_async_callback(group.aclose)
         if len(group) > 1:
             _log.info("device group opened", devices=" + ".join(group.device_names))
-        yield group
+        try:
+            yield group
+        finally:
+            group._enter_closed()  # the stack closes the backends, the last opened first
 
 
 def _checked_kind(kind: object) -> BackendKind:
@@ -125,7 +127,7 @@ def _checked_kind(kind: object) -> BackendKind:
         raise ConfigurationError(
             f"unknown backend kind {kind!r}", fix="use 'auto', 'cuda' or 'cpu'."
         )
-    return kind  # type: ignore[return-value]
+    return kind
 
 
 async def _open_each(

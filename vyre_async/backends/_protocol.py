@@ -11,11 +11,11 @@ from typing import Any, Literal, Protocol
 
 import numpy as np
 
+from .._lifecycle import LifecycleState
 from ..kernels import Kernel
 from ..streams import PendingDispatch
 from ..telemetry import Activity, TelemetrySnapshot
 from ._config import DispatchConfig
-from .._lifecycle import LifecycleState
 from ._prepared import PreparedSequence
 from ._prepared_dispatch import PreparedDispatch
 from ._resident import ResidentBuffer
@@ -137,6 +137,10 @@ class Backend(Protocol):
 
     async def read_many(self, ranges: Sequence[ReadRange]) -> list[np.ndarray]:
         """Copy several ranges back behind one fence."""
+        ...
+
+    def owns(self, buffer: object) -> bool:
+        """Whether ``buffer`` is a live resident buffer of this backend."""
         ...
 
     async def settle(self, buffers: Sequence[ResidentBuffer]) -> None:

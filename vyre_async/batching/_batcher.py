@@ -36,20 +36,12 @@ from typing import Generic, TypeVar, cast
 import anyio
 from anyio.abc import TaskGroup, TaskStatus
 
+from .._lifecycle import Lifecycle, LifecycleState
 from ..errors import DispatchError, LifecycleError, QueueFullError, ValidationError, VyreError
 from ._stats import BatchCounters, BatcherStats
 
 Req = TypeVar("Req")
 Res = TypeVar("Res")
-
-
-class BatcherState(enum.Enum):
-    """Lifecycle of a batcher."""
-
-    UNOPENED = "unopened"
-    OPEN = "open"
-    CLOSING = "closing"
-    CLOSED = "closed"
 
 
 class _Phase(enum.Enum):
@@ -211,7 +203,7 @@ def _one_group(_: object) -> Hashable:
     return None
 
 
-class DynamicBatcher(Generic[Req, Res]):
+class DynamicBatcher(Lifecycle, Generic[Req, Res]):
     """Coalesces concurrent requests into batches for one async executor.
 
     Start it in the owner's task group with ``await tg.start(batcher.run)``, then
@@ -243,6 +235,9 @@ class DynamicBatcher(Generic[Req, Res]):
     Raises:
         ValueError: A bound above is out of range.
     """
+
+    _open_verb = "started"
+    _make_fix = "make a new batcher for each run."
 
     def __init__(
         self,
@@ -277,7 +272,7 @@ class DynamicBatcher(Generic[Req, Res]):
         self._max_in_flight = max_in_flight
         self._name = name
         self._counters = BatchCounters(stats_window)
-        self._state = BatcherState.UNOPENED
+        self._noun = name
         self._groups: dict[Hashable, _Group[Req, Res]] = {}
         self._queued = 0
         self._in_flight = 0
@@ -285,11 +280,6 @@ class DynamicBatcher(Generic[Req, Res]):
         self._gate = _AdmissionGate(queue_size)
         self._wakeup = anyio.Event()
         self._stopped = anyio.Event()
-
-    @property
-    def state(self) -> BatcherState:
-        """Unopened, open, closing (draining) or closed."""
-        return self._state
 
     def stats(self) -> BatcherStats:
         """A snapshot of what the batcher did so far."""
@@ -306,18 +296,13 @@ class DynamicBatcher(Generic[Req, Res]):
         Raises:
             LifecycleError: The batcher was started or closed before.
         """
-        if self._state is not BatcherState.UNOPENED:
-            raise LifecycleError(
-                f"this {self._name} is {self._state.value} and cannot be started again",
-                fix="make a new batcher for each run.",
-            )
-        self._state = BatcherState.OPEN
+        self._enter_open()
         try:
             async with anyio.create_task_group() as tg:
                 task_status.started()
                 await self._schedule(tg)
         finally:
-            self._state = BatcherState.CLOSED
+            self._enter_closed()
             self._gate.close()
             self._fail_queued("stopped before this request ran")
             self._stopped.set()
@@ -334,12 +319,12 @@ class DynamicBatcher(Generic[Req, Res]):
         Args:
             drain: Run the queued requests (default) instead of failing them.
         """
-        if self._state is BatcherState.UNOPENED:
-            self._state = BatcherState.CLOSED
+        if self._state is LifecycleState.UNOPENED:
+            self._enter_closed()
             self._gate.close()
             self._stopped.set()
-        if self._state is BatcherState.OPEN:
-            self._state = BatcherState.CLOSING
+        if self._state is LifecycleState.OPEN:
+            self._state = LifecycleState.CLOSING
             self._gate.close()
         if not drain:
             self._fail_queued("was closed without draining before this request ran")
@@ -402,12 +387,12 @@ class DynamicBatcher(Generic[Req, Res]):
         return result
 
     def _check_open(self) -> None:
-        if self._state is BatcherState.UNOPENED:
+        if self._state is LifecycleState.UNOPENED:
             raise LifecycleError(
                 f"this {self._name} is not running yet",
                 fix="start it first with `await task_group.start(batcher.run)`.",
             )
-        if self._state is not BatcherState.OPEN:
+        if self._state is not LifecycleState.OPEN:
             raise LifecycleError(
                 f"this {self._name} is {self._state.value} and admits no new requests",
                 fix="submit before closing it, or use a new batcher.",
@@ -434,7 +419,7 @@ class DynamicBatcher(Generic[Req, Res]):
         entered = False
         with anyio.move_on_at(deadline):
             entered = await self._gate.enter()
-        if self._state is not BatcherState.OPEN:  # closed while we waited for room
+        if self._state is not LifecycleState.OPEN:  # closed while we waited for room
             if entered:
                 self._gate.leave()
             self._counters.rejected += 1
@@ -522,14 +507,14 @@ class DynamicBatcher(Generic[Req, Res]):
             # later sets this one, so no change is missed while we wait.
             self._wakeup = anyio.Event()
             now = anyio.current_time()
-            flush_all = self._in_flight == 0 or self._state is not BatcherState.OPEN
+            flush_all = self._in_flight == 0 or self._state is not LifecycleState.OPEN
             while self._in_flight < self._max_in_flight:
                 batch = self._take_batch(now, flush_all)
                 if not batch:
                     break
                 self._in_flight += 1
                 tg.start_soon(self._execute, batch)
-            if self._state is not BatcherState.OPEN and not self._groups and not self._in_flight:
+            if self._state is not LifecycleState.OPEN and not self._groups and not self._in_flight:
                 return
             wake_at = math.inf
             if self._in_flight < self._max_in_flight:

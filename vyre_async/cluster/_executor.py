@@ -32,8 +32,7 @@ import numpy as np
 from ..backends import BackendKind
 from ..errors import ConfigurationError, DispatchError
 from ..graphs import CsrGraph
-from ..jobs._execute import BlockResult
-from ..jobs._spec import JobSpec, WorkloadSection
+from ..jobs import BlockResult, JobSpec, WorkloadSection
 from ..logging import get_logger
 from ._actor import GraphWorker, WorkerInfo
 from ._wire import BlockRequest, WireArray, decode_result

@@ -9,6 +9,7 @@ output folder exactly once; :func:`read_records` reads them back.
 from ._execute import BlockExecutor as BlockExecutor
 from ._execute import BlockResult as BlockResult
 from ._execute import execute_block as execute_block
+from ._graph_source import graph_loads as graph_loads
 from ._items import total_items as total_items
 from ._load import load_job as load_job
 from ._metrics import JobMetrics as JobMetrics
@@ -19,7 +20,7 @@ from ._preflight import check_job as check_job
 from ._records import ItemRecord as ItemRecord
 from ._records import Manifest as Manifest
 from ._runner import JobRunner as JobRunner
-from ._runner import RunnerState as RunnerState
+from ._signals import exiting_at_once_on_signals as exiting_at_once_on_signals
 from ._spec import BatchingSection as BatchingSection
 from ._spec import GraphSection as GraphSection
 from ._spec import JobSection as JobSection
@@ -49,11 +50,12 @@ __all__ = [
     "Manifest",
     "OutputSection",
     "RandomSources",
-    "RunnerState",
     "WorkloadSection",
     "backend_unavailable_reason",
     "check_job",
     "execute_block",
+    "exiting_at_once_on_signals",
+    "graph_loads",
     "load_job",
     "read_records",
     "serve_metrics",

@@ -20,7 +20,6 @@ again, at most ``limits.max_reopens`` times. The committer lives across generati
 from __future__ import annotations
 
 import contextlib
-import enum
 import itertools
 import os
 import signal
@@ -39,12 +38,12 @@ import numpy as np
 from anyio.abc import ObjectReceiveStream, ObjectSendStream
 
 from .._groups import sole_vyre_error
+from .._lifecycle import Lifecycle
 from .._version import __version__
 from ..backends import BackendKind, DeviceSelector
 from ..errors import (
     ConfigurationError,
     DeviceLostError,
-    LifecycleError,
     UnsupportedFeatureError,
     VyreError,
 )
@@ -82,15 +81,7 @@ SIGNAL_POLL_S = 0.05
 TIMEOUT_CODE, UNEXPECTED_CODE = 0, 1
 
 
-class RunnerState(enum.Enum):
-    """Lifecycle of a runner: made, running once, finished."""
-
-    UNOPENED = "unopened"
-    RUNNING = "running"
-    FINISHED = "finished"
-
-
-class JobRunner:
+class JobRunner(Lifecycle):
     """Runs one job once.
 
     Args:
@@ -113,6 +104,10 @@ class JobRunner:
         report: Called with the summary when the runner ends the process itself
             (past the drain deadline), where :meth:`run` cannot return it.
     """
+
+    _noun = "job runner"
+    _open_verb = "run"
+    _make_fix = "make a new JobRunner per run."
 
     def __init__(
         self,
@@ -150,7 +145,6 @@ class JobRunner:
         self._started = 0.0
         self._started_at = ""
         self._job_file_path = str(self._job_file)
-        self._state = RunnerState.UNOPENED
         self._total = total_items(spec)
         # Blocks taken from the item sequence and not yet handed to the committer.
         self._pending: dict[int, ItemBlock] = {}
@@ -170,11 +164,6 @@ class JobRunner:
         self._batches: dict[str, Any] | None = None
         self._cluster: Any = None  # the RayConnection of a Ray job
 
-    @property
-    def state(self) -> RunnerState:
-        """Unopened, running or finished."""
-        return self._state
-
     async def run(self) -> JobSummary:
         """Run the job to completion, a stop (signal, failures) or a fatal error.
 
@@ -185,11 +174,7 @@ class JobRunner:
             ConfigurationError: The output folder or graph cannot be used.
             LifecycleError: This runner ran before.
         """
-        if self._state is not RunnerState.UNOPENED:
-            raise LifecycleError(
-                f"this job runner is {self._state.value}", fix="make a new JobRunner per run."
-            )
-        self._state = RunnerState.RUNNING
+        self._enter_open()
         try:
             with exiting_at_once_on_signals(self._handle_signals):
                 return await self._run()
@@ -199,7 +184,7 @@ class JobRunner:
                 raise
             raise error from None
         finally:
-            self._state = RunnerState.FINISHED
+            self._enter_closed()
 
     async def _run(self) -> JobSummary:
         spec = self._spec

@@ -1,55 +1,59 @@
 """E-graph sessions: an image uploaded once, canonicalized on the device to a fixed point.
 
-Made by ``backend.egraph_session(snapshot)`` and used with ``async with``, like a
-resident-graph session: the image and the scratch buffers (union-find parents,
-canonical children, signatures, the signature table, the state block) are
-allocated on entry and freed on exit, also on error or cancellation.
+Made by ``vyre_async.egraph_session(backend, snapshot)`` and used with ``async with``,
+like a resident-graph session: the image and the scratch buffers (union-find
+parents, canonical children, signatures, the signature table, the state block) are
+allocated on entry and freed on exit, also on error or cancellation. The work itself
+is :mod:`vyre_async.algorithms.egraph`'s; the session keeps its buffers and order.
 """
 
 from __future__ import annotations
 
 from types import TracebackType
-from typing import TYPE_CHECKING, Self
+from typing import Self
 
 import anyio
 import numpy as np
 
-from .._lifecycle import LifecycleState
-from ..backends import ReadRange, ResidentBuffer, SequenceStep
-from ..errors import ConfigurationError, LifecycleError
-from ..kernels import _egraph
-from ..kernels._egraph_layout import (
-    STATE_CONVERGED,
-    STATE_DONE,
-    STATE_MERGES,
-    STATE_ROUNDS,
+from .._lifecycle import Lifecycle, LifecycleState
+from ..algorithms.egraph import (
+    MAX_ROUNDS_LIMIT,
+    BorrowedEGraphUploadPlan,
+    Canonicalization,
+    EGraphDeviceView,
+    EGraphHostView,
+    EGraphSnapshot,
+    EGraphSource,
+    EGraphUploadPlan,
+    ResidentEGraph,
+    canonicalize,
+    egraph_view,
+    round_steps,
+    scratch_words,
+    upload_egraph,
 )
-from ..sessions import SessionState
-from ..sessions._repeat import run_until_done
-from ._plan import BorrowedEGraphUploadPlan, EGraphUploadPlan
-from ._rounds import Canonicalization, round_steps, scratch_words
-from ._snapshot import EGraphSnapshot
-from ._upload import DEFAULT_CHUNK_BYTES, EGraphSource, ResidentEGraph
-from ._view import EGraphDeviceView, EGraphHostView
-
-if TYPE_CHECKING:
-    from ..backends import Backend
-
-#: Rounds may not exceed what the device's int32 state word counts.
-_MAX_ROUNDS_LIMIT = 2**31 - 1
+from ..backends import Backend, ResidentBuffer, SequenceStep
+from ..errors import ConfigurationError, LifecycleError
 
 
-class EGraphSession:
+class EGraphSession(Lifecycle):
     """An e-graph image resident on one backend, canonicalized by structural equivalence.
 
     Args:
         backend: An open backend.
-        source: An :class:`EGraphSnapshot` or an upload plan of one.
-        chunk_bytes: Bytes per upload write (see ``upload_egraph``).
+        source: An :class:`~vyre_async.algorithms.egraph.EGraphSnapshot` or an upload
+            plan of one.
+        chunk_bytes: Bytes per upload write (see ``upload_egraph``; ``None``: its default).
     """
 
+    _noun = "e-graph session"
+    _make_fix = "open a new one with vyre_async.egraph_session(backend, snapshot)."
+    _use_fix = (
+        "use it inside `async with vyre_async.egraph_session(backend, snapshot) as session:`."
+    )
+
     def __init__(
-        self, backend: Backend, source: EGraphSource, *, chunk_bytes: int = DEFAULT_CHUNK_BYTES
+        self, backend: Backend, source: EGraphSource, *, chunk_bytes: int | None = None
     ) -> None:
         if not isinstance(source, EGraphSnapshot | EGraphUploadPlan | BorrowedEGraphUploadPlan):
             raise TypeError(
@@ -59,7 +63,6 @@ class EGraphSession:
         self._backend = backend
         self._source: EGraphSource | None = source
         self._chunk_bytes = chunk_bytes
-        self._state = SessionState.UNOPENED
         self._resident: ResidentEGraph | None = None
         self._view: EGraphDeviceView | EGraphHostView | None = None
         self._scratch: dict[str, ResidentBuffer] = {}
@@ -68,14 +71,9 @@ class EGraphSession:
         self._lock = anyio.Lock()
 
     @property
-    def state(self) -> SessionState:
-        """Unopened, open or closed."""
-        return self._state
-
-    @property
     def resident(self) -> ResidentEGraph:
         """The resident image and its layout."""
-        self._check_open()
+        self._require_open()
         if self._resident is None:
             raise LifecycleError("the e-graph session is still opening", fix="await entry.")
         return self._resident
@@ -83,19 +81,16 @@ class EGraphSession:
     @property
     def view(self) -> EGraphDeviceView | EGraphHostView:
         """The image's columns, checked: device pointers (CUDA) or NumPy views (CPU)."""
-        self._check_open()
+        self._require_open()
         if self._view is None:
             raise LifecycleError("the e-graph session is still opening", fix="await entry.")
         return self._view
 
     async def __aenter__(self) -> Self:
-        if self._state is not SessionState.UNOPENED or self._source is None:
-            raise LifecycleError(
-                f"this e-graph session is {self._state.value} and cannot be opened again",
-                fix="open a new one with backend.egraph_session(snapshot).",
-            )
-        self._state = SessionState.OPEN
+        self._enter_open()
         source, self._source = self._source, None  # the session need not keep host data
+        if source is None:  # only the first entry finds it; _enter_open refused the rest
+            raise LifecycleError("this e-graph session lost its source", fix=self._make_fix)
         try:
             await self._open(source)
         except BaseException:
@@ -113,9 +108,8 @@ class EGraphSession:
 
     async def aclose(self) -> None:
         """Free the image and the scratch buffers. Idempotent; runs even when cancelled."""
-        if self._state is SessionState.CLOSED:
+        if not self._enter_closed():
             return
-        self._state = SessionState.CLOSED
         buffers = list(self._scratch.values())
         if self._resident is not None:
             buffers.append(self._resident.buffer)
@@ -130,20 +124,13 @@ class EGraphSession:
             for buffer in buffers:
                 await self._backend.free(buffer)
 
-    def _check_open(self) -> None:
-        if self._state is not SessionState.OPEN:
-            raise LifecycleError(
-                f"this e-graph session is {self._state.value}",
-                fix="use it inside `async with backend.egraph_session(snapshot) as session:`.",
-            )
-
     async def _open(self, source: EGraphSource) -> None:
         backend = self._backend
-        resident = await backend.upload_egraph(source, chunk_bytes=self._chunk_bytes)
+        resident = await upload_egraph(backend, source, chunk_bytes=self._chunk_bytes)
         self._resident = resident
         # Resolving the view checks every column span against the buffer, so the
         # word offsets handed to the kernels below are known to be in bounds.
-        self._view = backend.egraph_view(resident)
+        self._view = egraph_view(backend, resident)
         for name, (words, dtype) in scratch_words(resident).items():
             self._scratch[name] = await backend.alloc(4 * words, dtype)
         self._round = round_steps(resident, self._scratch)
@@ -166,39 +153,24 @@ class EGraphSession:
         Raises:
             ConfigurationError: ``max_rounds`` ran out before the fixed point.
         """
-        self._check_open()
+        self._require_open()
         resident = self.resident
-        limit = min(resident.num_classes + 1, _MAX_ROUNDS_LIMIT)
+        limit = min(resident.num_classes + 1, MAX_ROUNDS_LIMIT)
         if max_rounds is not None:
             if isinstance(max_rounds, bool) or not isinstance(max_rounds, int) or max_rounds < 1:
                 raise ValueError(f"max_rounds must be a positive int, got {max_rounds!r}")
-            limit = min(max_rounds, _MAX_ROUNDS_LIMIT)
+            limit = min(max_rounds, MAX_ROUNDS_LIMIT)
         async with self._lock:
-            self._check_open()
-            parent, state = self._scratch["parent"], self._scratch["egraph_state"]
-            prefix = [
-                SequenceStep(
-                    _egraph.egraph_init,
-                    {"parent": parent, "egraph_state": state},
-                    {"max_rounds": limit},
+            self._require_open()
+            try:
+                result = await canonicalize(
+                    self._backend, self._scratch, self._round, limit, self._require_open
                 )
-            ]
-            words, device_ns = await run_until_done(
-                self._backend, prefix, self._round, state, STATE_DONE, check=self._check_open
-            )
-            finish = SequenceStep(
-                _egraph.egraph_compress, {"parent": parent, "egraph_state": state}, {"force": 1}
-            )
-            (class_map,) = await self._backend.submit_sequence([finish], reads=[ReadRange(parent)])
+            except ConfigurationError:
+                self._canonicalized = True  # it ran to its limit: the signatures are there
+                raise
             self._canonicalized = True
-        rounds = int(words[STATE_ROUNDS])
-        if not words[STATE_CONVERGED]:
-            raise ConfigurationError(
-                f"canonicalization stopped at max_rounds={limit} with e-classes still "
-                f"merging in round {rounds}",
-                fix="leave max_rounds at its default (num_classes + 1), which always suffices.",
-            )
-        return Canonicalization(class_map, rounds, int(words[STATE_MERGES]), device_ns)
+        return result
 
     async def read_signatures(self) -> np.ndarray:
         """Each row's signature over its canonical children, from the last canonicalization.
@@ -206,7 +178,7 @@ class EGraphSession:
         Raises:
             LifecycleError: No canonicalization has run in this session yet.
         """
-        self._check_open()
+        self._require_open()
         if not self._canonicalized:
             raise LifecycleError(
                 "this e-graph session has no signatures yet",

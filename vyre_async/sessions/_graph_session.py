@@ -5,15 +5,14 @@ BFS and pull PageRank read) go to each device in one ``upload_group``: one
 allocation, one transfer. Each analysis then runs as resident repeated sequences
 (see :mod:`._analyses`) on one replica of the graph.
 
-A session over a multi-device backend keeps one replica per device: each analysis
-(and, with batching, each batch) runs on the replica with the least work running,
-so batches spread over devices by queue depth; a replica whose device is lost is
+A session over a device group keeps one replica per device: each analysis (and,
+with batching, each batch) runs on the replica with the least work running, so
+batches spread over devices by queue depth; a replica whose device is lost is
 taken out and its work runs again on the others.
 """
 
 from __future__ import annotations
 
-import enum
 import itertools
 from collections.abc import Awaitable, Callable, Sequence
 from types import TracebackType
@@ -24,12 +23,13 @@ import msgspec
 import numpy as np
 
 from .._groups import sole_vyre_error
-from ..backends import Backend
-from ..backends._core import check_out
-from ..backends._interop import is_foreign
-from ..errors import DeviceLostError, LifecycleError, ValidationError
+from .._lifecycle import Lifecycle, LifecycleState
+from ..algorithms import bfs
+from ..algorithms.pagerank import shares_order
+from ..backends import Backend, DeviceGroup, check_out, is_foreign
+from ..batching import BatcherStats, DynamicBatcher
+from ..errors import DeviceLostError, ValidationError
 from ..graphs import CsrGraph
-from ..kernels import _bfs
 from ..logging import get_logger
 from ._analyses import (
     DEFAULT_QUERY_BUDGET,
@@ -39,14 +39,12 @@ from ._analyses import (
     traverse,
     traverse_many,
 )
-from ._batch_stats import BatcherStats
-from ._batcher import DynamicBatcher
 from ._planner import Readback, TraversalQuery
 from ._query_block import QueryBlock, block_group, block_lanes, split_rows
-from ._replica import GraphReplica, shares_order
+from ._replica import GraphReplica
 from ._stats import RunCounters, SessionStats
 
-__all__ = ["DEFAULT_QUERY_BUDGET", "BatchingConfig", "ResidentGraphSession", "SessionState"]
+__all__ = ["DEFAULT_QUERY_BUDGET", "BatchingConfig", "ResidentGraphSession"]
 
 _log = get_logger("vyre_async.sessions")
 T = TypeVar("T")
@@ -86,45 +84,46 @@ class BatchingConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     reject_when_full: bool = False
 
 
-class SessionState(enum.Enum):
-    """Lifecycle of a session."""
+class ResidentGraphSession(Lifecycle):
+    """A graph resident on one device or a group's, analysed again and again without re-uploading.
 
-    UNOPENED = "unopened"
-    OPEN = "open"
-    CLOSED = "closed"
-
-
-class ResidentGraphSession:
-    """A graph resident on a backend's devices, analysed again and again without re-uploading.
-
-    Made by :meth:`Backend.resident_graph` (an async context manager); every method
-    raises :class:`LifecycleError` outside it.
+    Made by :func:`vyre_async.resident_graph` (an async context manager); every method
+    raises :class:`~vyre_async.errors.LifecycleError` outside it.
 
     With ``batching``, concurrent ``bfs`` / ``khop`` / ``reach_count`` calls queue
     into a :class:`DynamicBatcher` and run together as multi-source traversals; a
     lone call still runs the single-source, direction-optimizing traversal.
 
     Args:
-        backend: An open backend, or several (one replica of the graph on each).
+        backend: An open backend, an open device group (one replica of the graph on
+            each of its backends), or a sequence of open backends.
         graph: The graph; it is not copied on the host, only uploaded.
         batching: Coalesce concurrent queries (``None``: every call runs alone).
     """
 
+    _noun = "resident-graph session"
+    _make_fix = "open a new one with vyre_async.resident_graph(backend, graph)."
+    _use_fix = "use it inside `async with vyre_async.resident_graph(backend, graph) as session:`."
+
     def __init__(
         self,
-        backend: Backend | Sequence[Backend],
+        backend: Backend | DeviceGroup | Sequence[Backend],
         graph: CsrGraph,
         *,
         batching: BatchingConfig | None = None,
     ) -> None:
         if not isinstance(graph, CsrGraph):
             raise TypeError(f"resident_graph takes a CsrGraph, got {type(graph).__name__}")
-        backends = list(backend) if isinstance(backend, Sequence) else [backend]
+        if isinstance(backend, DeviceGroup):
+            backends = list(backend.backends)
+        elif isinstance(backend, Sequence):
+            backends = list(backend)
+        else:
+            backends = [backend]
         if not backends:
             raise ValueError("a resident-graph session needs at least one backend")
         self._replicas = [GraphReplica(b, i) for i, b in enumerate(backends)]
         self._graph = graph
-        self._state = SessionState.UNOPENED
         self._counters = RunCounters()
         self._batching = batching
         self._batcher: DynamicBatcher[QueryBlock, Any] | None = None
@@ -139,18 +138,8 @@ class ResidentGraphSession:
         """The graph this session holds."""
         return self._graph
 
-    @property
-    def state(self) -> SessionState:
-        """Unopened, open or closed."""
-        return self._state
-
     async def __aenter__(self) -> Self:
-        if self._state is not SessionState.UNOPENED:
-            raise LifecycleError(
-                f"this resident-graph session is {self._state.value} and cannot be opened again",
-                fix="open a new one with backend.resident_graph(graph).",
-            )
-        self._state = SessionState.OPEN
+        self._enter_open()
         try:
             await self._upload()
             if self._batching is not None:
@@ -187,7 +176,7 @@ class ResidentGraphSession:
 
     async def aclose(self) -> None:
         """Free the graph and every scratch buffer. Idempotent; runs even when cancelled."""
-        if self._state is SessionState.CLOSED:
+        if self._state is LifecycleState.CLOSED:
             return
         if self._batcher is not None and self._task_group is not None:
             # Queued queries still run (the session is open for them), then the
@@ -197,20 +186,16 @@ class ResidentGraphSession:
             with anyio.CancelScope(shield=True):
                 await batcher.aclose()
             await task_group.__aexit__(None, None, None)
-        self._state = SessionState.CLOSED
+        self._enter_closed()
         with anyio.CancelScope(shield=True):
             for replica in self._replicas:
                 await replica.free_all()
 
     def _check_open(self) -> None:
-        if self._state is not SessionState.OPEN:
-            raise LifecycleError(
-                f"this resident-graph session is {self._state.value}",
-                fix="use it inside `async with backend.resident_graph(graph) as session:`.",
-            )
+        self._require_open()
 
     def _is_open(self) -> bool:
-        return self._state is SessionState.OPEN
+        return self._state is LifecycleState.OPEN
 
     def _device_arrays(self) -> dict[str, np.ndarray]:
         """The arrays the kernels read: int64 offsets, out-degrees, the transpose."""
@@ -371,7 +356,7 @@ class ResidentGraphSession:
         n = self._graph.num_vertices
         async with TraversalRun(replica, self._counters, n, self._is_open) as run:
             words = await traverse(replica, run, source, max_level, self._check_open)
-        return int(words[_bfs.STATE_REACHED])
+        return int(words[bfs.STATE_REACHED])
 
     async def pagerank(
         self,

@@ -21,9 +21,15 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from ._kernel import Kernel, grid_stride
-from ._signature import BufferParam, ScalarParam
-from ._warp import WARP_MERGE, at_least_one_block, one_thread
+from ...kernels import (
+    BufferParam,
+    Kernel,
+    ScalarParam,
+    at_least_one_block,
+    grid_stride,
+    one_thread,
+)
+from .._warp import WARP_MERGE
 
 #: Words in the BFS state buffer (``int32``); the ``STATE_*`` constants index it.
 STATE_WORDS = 8

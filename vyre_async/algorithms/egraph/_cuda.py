@@ -7,7 +7,7 @@ resident buffer before it launches anything.
 
 from __future__ import annotations
 
-from ._egraph_layout import (
+from ._state import (
     EMPTY_SLOT,
     STATE_CHANGED,
     STATE_CONVERGED,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ._egraph_cuda import DEFINES, UNION_FIND
+from ._cuda import DEFINES, UNION_FIND
 
 #: The signature hash; ``_egraph_reference.row_signatures`` is its NumPy twin.
 HASH = r"""

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..errors import ValidationError
-from ..kernels._egraph_reference import row_signatures
+from ...errors import ValidationError
 from ._layout import EGRAPH_COLUMNS, EGraphLayout, WordSpan
+from ._reference import row_signatures
 from ._snapshot import EGraphSnapshot
 
 #: Column starts are aligned to this many words (256 bytes: whole cache lines).

@@ -20,13 +20,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import _egraph_cuda as cuda
-from . import _egraph_cuda_merge as cuda_merge
-from . import _egraph_reference as ref
-from ._egraph_layout import STATE_WORDS
-from ._kernel import Kernel, grid_stride
-from ._signature import BufferParam, ScalarParam
-from ._warp import at_least_one_block, one_thread
+from ...kernels import (
+    BufferParam,
+    Kernel,
+    ScalarParam,
+    at_least_one_block,
+    grid_stride,
+    one_thread,
+)
+from . import _cuda as cuda
+from . import _cuda_merge as cuda_merge
+from . import _reference as ref
+from ._state import STATE_WORDS
 
 _BLOCK = 256
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import TypeVar
 
-from ..errors import ValidationError
+from ...errors import ValidationError
 
 #: The image's columns, in the order they are packed.
 EGRAPH_COLUMNS: tuple[str, ...] = (

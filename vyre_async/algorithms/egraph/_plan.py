@@ -12,7 +12,7 @@ from typing import TypeAlias
 
 import numpy as np
 
-from ..errors import ValidationError
+from ...errors import ValidationError
 from ._image import IMAGE_DTYPE, check_image_contents, check_image_words, pack_egraph
 from ._layout import EGraphByteLayout, EGraphLayout
 from ._snapshot import EGraphSnapshot

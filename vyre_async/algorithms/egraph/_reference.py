@@ -12,7 +12,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from ._egraph_layout import (
+from ._state import (
     EMPTY_SLOT,
     STATE_CHANGED,
     STATE_CONVERGED,

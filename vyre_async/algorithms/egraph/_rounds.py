@@ -1,17 +1,28 @@
-"""One canonicalization round as resident sequence steps, its scratch, and its result."""
+"""Canonicalization on the device: the round as sequence steps, its scratch, the run.
+
+:func:`canonicalize` runs ``egraph_init`` and then rounds of
+``[egraph_compress, egraph_rewrite, egraph_signatures, egraph_clear, egraph_merge,
+egraph_check]`` until a round merges nothing, reading back only the state words
+between submissions, then one forced ``egraph_compress`` and the class map.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from ..backends import ResidentBuffer, SequenceStep
-from ..kernels import _egraph
-from ..kernels._egraph_layout import STATE_WORDS
+from ...backends import Backend, ReadRange, ResidentBuffer, SequenceStep
+from ...errors import ConfigurationError
+from .._repeat import run_until_done
+from . import _kernels as _egraph
+from ._state import STATE_CONVERGED, STATE_DONE, STATE_MERGES, STATE_ROUNDS, STATE_WORDS
 from ._upload import ResidentEGraph
+
+#: Rounds may not exceed what the device's int32 state word counts.
+MAX_ROUNDS_LIMIT = 2**31 - 1
 
 
 @dataclass(frozen=True, eq=False)
@@ -92,3 +103,46 @@ def round_steps(resident: ResidentEGraph, s: Mapping[str, ResidentBuffer]) -> li
         ),
         SequenceStep(_egraph.egraph_check, {"egraph_state": state}),
     ]
+
+
+async def canonicalize(
+    backend: Backend,
+    scratch: Mapping[str, ResidentBuffer],
+    rounds: list[SequenceStep],
+    limit: int,
+    check: Callable[[], None],
+) -> Canonicalization:
+    """Merge congruent e-classes on the device until a round merges nothing.
+
+    Args:
+        backend: The backend holding the image and the scratch.
+        scratch: The buffers :func:`scratch_words` describes, allocated.
+        rounds: :func:`round_steps` over the image and ``scratch``.
+        limit: The most rounds to run (``max_rounds``), at most ``MAX_ROUNDS_LIMIT``.
+        check: Called before each submission (a closed session raises there).
+
+    Returns:
+        The canonical e-class of every e-class, the rounds and the merges.
+
+    Raises:
+        ConfigurationError: ``limit`` ran out before the fixed point.
+    """
+    parent, state = scratch["parent"], scratch["egraph_state"]
+    prefix = [
+        SequenceStep(
+            _egraph.egraph_init, {"parent": parent, "egraph_state": state}, {"max_rounds": limit}
+        )
+    ]
+    words, device_ns = await run_until_done(backend, prefix, rounds, state, STATE_DONE, check=check)
+    finish = SequenceStep(
+        _egraph.egraph_compress, {"parent": parent, "egraph_state": state}, {"force": 1}
+    )
+    (class_map,) = await backend.submit_sequence([finish], reads=[ReadRange(parent)])
+    ran = int(words[STATE_ROUNDS])
+    if not words[STATE_CONVERGED]:
+        raise ConfigurationError(
+            f"canonicalization stopped at max_rounds={limit} with e-classes still "
+            f"merging in round {ran}",
+            fix="leave max_rounds at its default (num_classes + 1), which always suffices.",
+        )
+    return Canonicalization(class_map, ran, int(words[STATE_MERGES]), device_ns)

@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ValidationError
+from ...errors import ValidationError
 
 #: Largest id or count a ``u32`` column may hold; ``0xFFFFFFFF`` marks an empty slot.
 U32_LIMIT = 0xFFFFFFFE

@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, TypeAlias
 
 import anyio
 
-from .._lifecycle import LifecycleState
-from ..backends._resident import ResidentBuffer
+from ..._lifecycle import LifecycleState
+from ...backends import ResidentBuffer
 from ._image import IMAGE_DTYPE
 from ._layout import WORD_BYTES, EGraphByteLayout
 from ._plan import BorrowedEGraphUploadPlan, EGraphUploadPlan, UploadPlan, plan_egraph_upload
@@ -17,7 +17,7 @@ from ._snapshot import EGraphSnapshot
 if TYPE_CHECKING:
     import numpy as np
 
-    from ..backends import Backend
+    from ...backends import Backend
 
 #: Bytes per write: large enough to run near copy bandwidth, small enough that a
 #: failing upload stops early and that several chunks are staged at once.
@@ -36,8 +36,8 @@ EGraphSource: TypeAlias = EGraphSnapshot | EGraphUploadPlan | BorrowedEGraphUplo
 class ResidentEGraph:
     """An e-graph image resident on a backend: one ``<u4`` buffer and its layout.
 
-    Free it with ``await backend.free(resident.buffer)`` (an e-graph session does
-    that itself).
+    Made by :func:`upload_egraph`. Free it with ``await backend.free(resident.buffer)``
+    (an e-graph session does that itself).
 
     Attributes:
         buffer: The resident image.
@@ -64,7 +64,7 @@ class ResidentEGraph:
 
 
 async def upload_egraph(
-    backend: Backend, source: EGraphSource, *, chunk_bytes: int = DEFAULT_CHUNK_BYTES
+    backend: Backend, source: EGraphSource, *, chunk_bytes: int | None = None
 ) -> ResidentEGraph:
     """Upload a snapshot (packed off the event loop) or an upload plan as one buffer.
 
@@ -76,7 +76,8 @@ async def upload_egraph(
     Args:
         backend: An open backend.
         source: An :class:`EGraphSnapshot`, an owned or a borrowed plan.
-        chunk_bytes: Bytes per write, a positive multiple of 4.
+        chunk_bytes: Bytes per write, a positive multiple of 4 (``None``:
+            :data:`DEFAULT_CHUNK_BYTES`).
 
     Returns:
         The resident image and its byte layout.
@@ -85,6 +86,8 @@ async def upload_egraph(
         ValidationError: The snapshot's layout overflows (see ``EGraphByteLayout``).
         OutOfMemoryError: The backend could not allocate the image.
     """
+    if chunk_bytes is None:
+        chunk_bytes = DEFAULT_CHUNK_BYTES
     if isinstance(chunk_bytes, bool) or not isinstance(chunk_bytes, int) or chunk_bytes <= 0:
         raise ValueError(f"chunk_bytes must be a positive int, got {chunk_bytes!r}")
     if chunk_bytes % WORD_BYTES:

@@ -12,15 +12,23 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ..errors import ValidationError
+from ..._lifecycle import LifecycleState
+from ...errors import LifecycleError, ValidationError
 from ._layout import U64_MAX, WORD_BYTES, EGraphByteLayout
 
+if TYPE_CHECKING:
+    from ...backends import Backend
+    from ._upload import ResidentEGraph
+
+#: DLPack's device type of host memory (the CPU backend's buffers).
+DL_CPU = 1
+
 _RELAYOUT_FIX = (
-    "upload the e-graph with backend.upload_egraph() and use the layout it returned "
+    "upload the e-graph with vyre_async.upload_egraph() and use the layout it returned "
     "with that same buffer."
 )
 
@@ -103,7 +111,7 @@ def check_column_spans(base_ptr: int, buffer_nbytes: int, layout: EGraphByteLayo
                 f"column {name!r} at bytes [{span.offset}, {span.end}) from base pointer "
                 f"{base_ptr:#x} overflows a 64-bit address (end {base_ptr + span.end:#x})",
                 fix="shard the e-graph before upload, and resolve views through "
-                "backend.egraph_view() so the base pointer is the buffer's own.",
+                "vyre_async.egraph_view() so the base pointer is the buffer's own.",
             )
 
 
@@ -132,10 +140,36 @@ def resolve_host_view(storage: np.ndarray, layout: EGraphByteLayout) -> EGraphHo
     return EGraphHostView(base_ptr, MappingProxyType(columns))
 
 
-def resolve_view(
-    buffer_nbytes: int, storage: Any, layout: EGraphByteLayout
-) -> EGraphDeviceView | EGraphHostView:
-    """The view of a backend's storage: NumPy storage (CPU) or a device allocation."""
-    if isinstance(storage, np.ndarray):
-        return resolve_host_view(storage[: buffer_nbytes // storage.itemsize], layout)
-    return resolve_device_view(int(storage.ptr), buffer_nbytes, layout)
+def egraph_view(backend: Backend, image: ResidentEGraph) -> EGraphDeviceView | EGraphHostView:
+    """The checked per-column view of a resident e-graph image.
+
+    Device pointers on the CUDA backend; read-only NumPy views of the image on the
+    CPU backend (exported through DLPack, so the memory outlives a ``free`` for as
+    long as the view is held).
+
+    Args:
+        backend: The open backend the image was uploaded to.
+        image: What :func:`upload_egraph` returned.
+
+    Raises:
+        LifecycleError: The backend is not open, or the buffer has work still running
+            on the CPU backend.
+        ValidationError: The buffer is not a live buffer of ``backend``, a column lies
+            outside it, or a column's address overflows.
+    """
+    if backend.state is not LifecycleState.OPEN:
+        raise LifecycleError(
+            f"this {backend.kind} backend is {backend.state.value}",
+            fix="resolve e-graph views while the backend is open.",
+        )
+    buffer = image.buffer
+    if not backend.owns(buffer):
+        raise ValidationError(
+            f"resident buffer {buffer.id} is not a live buffer of this {backend.kind} backend",
+            fix="resolve the view on the backend upload_egraph() returned the image from, "
+            "before freeing it.",
+        )
+    if buffer.__dlpack_device__()[0] == DL_CPU:
+        words = np.from_dlpack(buffer).reshape(-1)
+        return resolve_host_view(words, image.layout)
+    return resolve_device_view(buffer.ptr, buffer.nbytes, image.layout)

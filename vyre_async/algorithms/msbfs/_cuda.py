@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ._msbfs_layout import (
+from ._layout import (
     _COUNT_TILE,
     _UNROLL,
     _WIDE_MIN_DEGREE,

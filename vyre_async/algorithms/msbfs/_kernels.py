@@ -63,8 +63,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._kernel import Kernel, grid_stride
-from ._msbfs_cuda import (
+from ...kernels import (
+    BufferParam,
+    Kernel,
+    ScalarParam,
+    at_least_one_block,
+    grid_stride,
+    one_thread,
+)
+from ._cuda import (
     _ADVANCE_SOURCE,
     _COUNT_SOURCE,
     _EXPAND_HUBS_SOURCE,
@@ -75,33 +82,15 @@ from ._msbfs_cuda import (
     _RECORD_LEVELS_SOURCE,
     _RECORD_TARGETS_SOURCE,
 )
-from ._msbfs_layout import (
+from ._layout import (
     _BLOCK,
-    MSBFS_HUB_LANE_EDGES,
-    MSBFS_LANES_PER_WORD,
-    MSBFS_MAX_WORDS,
-    MSBFS_STATE_WORDS,
-    MSBFS_UNLIMITED,
-    STATE_ACTIVE,
-    STATE_DISCOVERED,
-    STATE_DONE,
-    STATE_LANES,
-    STATE_LEVEL,
-    STATE_LEVELS_RUN,
-    STATE_LIVE,
-    STATE_MAX_LEVEL,
-    STATE_NEXT_LIVE,
-    STATE_REACHED,
-    STATE_WIDTH,
     STATE_WORDS,
     _count_launch,
     _expand_launch,
     _hubs_launch,
     _record_targets_launch,
-    msbfs_hub_min_degree,
-    msbfs_words,
 )
-from ._msbfs_reference import (
+from ._reference import (
     msbfs_advance_reference,
     msbfs_count_reference,
     msbfs_expand_hubs_reference,
@@ -112,8 +101,6 @@ from ._msbfs_reference import (
     msbfs_record_levels_reference,
     msbfs_record_targets_reference,
 )
-from ._signature import BufferParam, ScalarParam
-from ._warp import at_least_one_block, one_thread
 
 _OFFSETS = BufferParam("offsets", np.int64, "in", "v1")  # length only: n = V
 _SOURCES = BufferParam("sources", np.int32, "in", "lanes")
@@ -285,35 +272,3 @@ MSBFS_KERNELS: tuple[Kernel, ...] = (
     msbfs_advance,
     msbfs_count,
 )
-
-__all__ = [
-    "MSBFS_HUB_LANE_EDGES",
-    "MSBFS_KERNELS",
-    "MSBFS_LANES_PER_WORD",
-    "MSBFS_MAX_WORDS",
-    "MSBFS_STATE_WORDS",
-    "MSBFS_UNLIMITED",
-    "STATE_ACTIVE",
-    "STATE_DISCOVERED",
-    "STATE_DONE",
-    "STATE_LANES",
-    "STATE_LEVEL",
-    "STATE_LEVELS_RUN",
-    "STATE_LIVE",
-    "STATE_MAX_LEVEL",
-    "STATE_NEXT_LIVE",
-    "STATE_REACHED",
-    "STATE_WIDTH",
-    "STATE_WORDS",
-    "msbfs_advance",
-    "msbfs_count",
-    "msbfs_expand",
-    "msbfs_expand_hubs",
-    "msbfs_hub_min_degree",
-    "msbfs_init",
-    "msbfs_init_levels",
-    "msbfs_init_targets",
-    "msbfs_record_levels",
-    "msbfs_record_targets",
-    "msbfs_words",
-]

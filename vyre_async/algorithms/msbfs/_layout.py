@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ._kernel import LaunchShape
+from ...kernels import LaunchShape
 
 #: Most 64-bit words per vertex (1024 lanes); other widths make every kernel a no-op.
 MSBFS_MAX_WORDS = 16

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from ._msbfs_layout import (
+from ._layout import (
     MSBFS_LANES_PER_WORD,
     MSBFS_MAX_WORDS,
     STATE_ACTIVE,

@@ -1,25 +1,36 @@
-"""Running planned query chunks as multi-source traversals over a resident graph.
+"""Running multi-source traversals over a resident graph.
 
-One chunk of up to ``64 * W`` queries is one traversal: bit lane ``i`` of every
-vertex's W words belongs to query ``i``. Only what the queries asked for comes back:
-per-lane reached counts, the levels of a target set, or full levels.
+Up to ``64 * W`` sources are one traversal: bit lane ``i`` of every vertex's W words
+belongs to source ``i``. Only what the caller asks for comes back: per-lane reached
+counts, the levels of a target set, or full levels. Which sources share a traversal
+is the caller's plan (``vyre_async.sessions`` plans them by device memory).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from typing import Literal
 
 import anyio
 import numpy as np
 
-from ..backends import Backend, ReadRange, ResidentBuffer, SequenceStep
-from ..kernels import _msbfs as ms
-from ._planner import LANES_PER_WORD, QueryChunk
-from ._repeat import run_until_done
+from ...backends import Backend, ReadRange, ResidentBuffer, SequenceStep
+from .._repeat import run_until_done
+from . import _kernels as ms
+from ._layout import (
+    MSBFS_LANES_PER_WORD,
+    MSBFS_STATE_WORDS,
+    MSBFS_UNLIMITED,
+    STATE_DONE,
+    STATE_LEVELS_RUN,
+)
+
+#: What a traversal reads back: every vertex's level, reached counts, target levels.
+Readback = Literal["levels", "counts", "targets"]
 
 
 class MultiSourceTraversal:
-    """Runs :class:`QueryChunk` s on one resident graph.
+    """Runs multi-source traversals on one resident graph.
 
     Args:
         backend: The backend holding the graph.
@@ -38,22 +49,33 @@ class MultiSourceTraversal:
         #: Levels expanded by the traversals run so far.
         self.levels = 0
 
-    async def run(self, chunk: QueryChunk) -> np.ndarray:
-        """Run one chunk; return one row per query, in chunk order.
+    async def run(
+        self,
+        sources: Sequence[int],
+        *,
+        words: int,
+        max_level: int = MSBFS_UNLIMITED,
+        readback: Readback = "levels",
+        targets: Sequence[int] = (),
+    ) -> np.ndarray:
+        """Traverse from every source at once; return one row per source, in order.
+
+        Args:
+            sources: At most ``64 * words`` source vertices (duplicates allowed).
+            words: 64-bit lane words per vertex, 1 to ``MSBFS_MAX_WORDS``.
+            max_level: The deepest level to discover (``MSBFS_UNLIMITED``: no limit).
+            readback: What comes back per source (see the return value).
+            targets: Vertices whose levels a ``"targets"`` readback returns.
 
         Returns:
-            int32 ``(queries, V)`` levels, ``(queries, K)`` target levels, or
-            ``(queries,)`` reached counts, by the chunk's readback (-1: unreached).
+            int32 ``(len(sources), V)`` levels, ``(len(sources), len(targets))`` target
+            levels, or ``(len(sources),)`` reached counts (-1: unreached).
         """
-        queries = chunk.queries
-        first = queries[0]
-        words = chunk.words
-        lanes = LANES_PER_WORD * words
+        count = len(sources)
+        lanes = MSBFS_LANES_PER_WORD * words
         n = self._n
-        sources = np.full(lanes, -1, dtype=np.int32)
-        sources[: len(queries)] = [q.source for q in queries]
-        max_level = first.k if first.kind == "khop" and first.k is not None else ms.MSBFS_UNLIMITED
-        readback = "counts" if first.kind == "reach" else first.readback
+        lane_sources = np.full(lanes, -1, dtype=np.int32)
+        lane_sources[:count] = sources
         backend = self._backend
         owned: list[ResidentBuffer] = []
 
@@ -63,12 +85,12 @@ class MultiSourceTraversal:
             return buffer
 
         try:
-            src = await backend.upload(sources)
+            src = await backend.upload(lane_sources)
             owned.append(src)
             visited = await alloc(n * words, np.uint64)
             a = await alloc(n * words, np.uint64)
             b = await alloc(n * words, np.uint64)
-            state = await alloc(ms.MSBFS_STATE_WORDS, np.int32)
+            state = await alloc(MSBFS_STATE_WORDS, np.int32)
             g = self._graph
             base = {"offsets": g["offsets"], "sources": src, "state": state}
             prefix = [
@@ -81,10 +103,10 @@ class MultiSourceTraversal:
             record: list[tuple[object, dict[str, ResidentBuffer]]] = []
             output: ResidentBuffer | None = None
             if readback == "targets":
-                targets = await backend.upload(np.asarray(first.targets, dtype=np.int32))
-                owned.append(targets)
-                output = await alloc(lanes * len(first.targets), np.int32)
-                tb = {"targets": targets, "target_levels": output, "state": state}
+                target_buffer = await backend.upload(np.asarray(targets, dtype=np.int32))
+                owned.append(target_buffer)
+                output = await alloc(lanes * len(targets), np.int32)
+                tb = {"targets": target_buffer, "target_levels": output, "state": state}
                 prefix.append(SequenceStep(ms.msbfs_init_targets, {**tb, "sources": src}))
                 record.append((ms.msbfs_record_targets, {**tb, "offsets": g["offsets"]}))
             elif readback == "levels":
@@ -111,10 +133,10 @@ class MultiSourceTraversal:
                 return steps
 
             words_read, device_ns = await run_until_done(
-                backend, prefix, level(a, b) + level(b, a), state, ms.STATE_DONE
+                backend, prefix, level(a, b) + level(b, a), state, STATE_DONE
             )
             self.device_ns += device_ns
-            self.levels += int(words_read[ms.STATE_LEVELS_RUN])
+            self.levels += int(words_read[STATE_LEVELS_RUN])
             if readback == "counts":
                 counts = await alloc(lanes, np.int32)
                 (result,) = await backend.submit_sequence(
@@ -131,11 +153,11 @@ class MultiSourceTraversal:
                     ],
                     reads=[ReadRange(counts)],
                 )
-                return result[: len(queries)]
+                return result[:count]
             assert output is not None
             rows = await backend.read(output)
-            width = len(first.targets) if readback == "targets" else n
-            return rows.reshape(lanes, width)[: len(queries)]
+            width = len(targets) if readback == "targets" else n
+            return rows.reshape(lanes, width)[:count]
         finally:
             with anyio.CancelScope(shield=True):
                 await backend.settle(owned)

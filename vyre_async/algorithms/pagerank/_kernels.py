@@ -42,9 +42,14 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from ._kernel import Kernel, grid_stride
-from ._signature import BufferParam, ScalarParam
-from ._warp import at_least_one_block, one_thread
+from ...kernels import (
+    BufferParam,
+    Kernel,
+    ScalarParam,
+    at_least_one_block,
+    grid_stride,
+    one_thread,
+)
 
 #: Words in the PageRank state buffer (``float32``); the ``STATE_*`` constants index it.
 STATE_WORDS = 8

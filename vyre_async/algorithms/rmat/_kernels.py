@@ -14,9 +14,8 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from ._kernel import Kernel, LaunchRule, LaunchShape, grid_stride
-from ._rmat_cuda import BLOCK, RADIX, RADIX_BITS, SCAN_BLOCK, SOURCE, TILE
-from ._signature import BufferParam, ScalarParam
+from ...kernels import BufferParam, Kernel, LaunchRule, LaunchShape, ScalarParam, grid_stride
+from ._cuda import BLOCK, RADIX, RADIX_BITS, SCAN_BLOCK, SOURCE, TILE
 
 #: Entries of the alias table and words of stream keys ``rmat_edge_keys`` reads.
 TABLE_SIZE = 1 << 16

@@ -18,13 +18,13 @@ from __future__ import annotations
 import anyio
 import numpy as np
 
-from ..backends import Backend, ReadRange, ResidentBuffer, SequenceStep
-from ..errors import UnsupportedFeatureError
-from ..graphs import CsrGraph, RmatParams, trusted_csr
-from ..kernels import (
+from ...backends import Backend, ReadRange, ResidentBuffer, SequenceStep
+from ...errors import UnsupportedFeatureError
+from ...graphs import CsrGraph, RmatParams, trusted_csr
+from ...kernels import compile_kernel
+from ._kernels import (
     RMAT_KERNELS,
     RMAT_RADIX_BITS,
-    compile_kernel,
     radix_histogram,
     radix_scatter,
     rmat_edge_keys,

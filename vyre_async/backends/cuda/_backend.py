@@ -57,7 +57,7 @@ from ...errors import (
     ValidationError,
     VyreError,
 )
-from ...kernels import BUILTIN_KERNELS, BoundCall, Kernel
+from ...kernels import BoundCall, Kernel, builtin_kernels
 from ...logging import tracing_enabled
 from ...streams import Completion, CompletionWatcher, Lane, PendingDispatch
 from .._config import DispatchConfig
@@ -312,7 +312,7 @@ class CudaBackend(BackendCore[DeviceAllocation]):
 
     async def _start_background(self, task_group: anyio.abc.TaskGroup) -> None:
         await task_group.start(self._watcher.run)
-        await self.load_kernels(*BUILTIN_KERNELS)
+        await self.load_kernels(*builtin_kernels())
 
     async def _drain(self) -> None:
         if self._device is not None:
