@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 import msgspec
 
-from .errors import ConfigurationError
+from ..errors import ConfigurationError
 
 if TYPE_CHECKING:
-    from .telemetry import TelemetrySnapshot
+    from ._snapshot import TelemetrySnapshot
 
 _Kind = Literal["counter", "gauge"]
 #: Field -> (metric name after the prefix, kind, help, factor). Times are kept in

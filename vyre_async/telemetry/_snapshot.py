@@ -1,4 +1,4 @@
-"""Backend telemetry: live counters, frozen snapshots and Prometheus metrics.
+"""Live counters and the frozen snapshots taken of them.
 
 Counters are plain integers updated on the event-loop thread (or under the backend's
 own lock); a snapshot copies them into a frozen msgspec struct, so it is cheap to
@@ -11,23 +11,7 @@ from typing import NamedTuple
 
 import msgspec
 
-# The Prometheus side lives in its own module, re-exported here where users look.
-from ._prometheus import MetricFamily as MetricFamily
-from ._prometheus import prometheus_collector as prometheus_collector
-from ._prometheus import render_prometheus as render_prometheus
-from ._prometheus import telemetry_families as telemetry_families
-from ._prometheus import to_prometheus_text as to_prometheus_text
-
-__all__ = [
-    "Activity",
-    "MetricFamily",
-    "TelemetryCounters",
-    "TelemetrySnapshot",
-    "prometheus_collector",
-    "render_prometheus",
-    "telemetry_families",
-    "to_prometheus_text",
-]
+__all__ = ["Activity", "TelemetryCounters", "TelemetrySnapshot"]
 
 
 class Activity(NamedTuple):
