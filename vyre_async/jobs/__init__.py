@@ -9,6 +9,8 @@ output folder exactly once; :func:`read_records` reads them back.
 from ._execute import BlockExecutor as BlockExecutor
 from ._execute import BlockResult as BlockResult
 from ._execute import execute_block as execute_block
+from ._executors import Executor as Executor
+from ._executors import register_executor as register_executor
 from ._graph_source import graph_loads as graph_loads
 from ._items import total_items as total_items
 from ._load import load_job as load_job
@@ -37,6 +39,7 @@ __all__ = [
     "BatchingSection",
     "BlockExecutor",
     "BlockResult",
+    "Executor",
     "GraphSection",
     "ItemRecord",
     "JobCheck",
@@ -58,6 +61,7 @@ __all__ = [
     "graph_loads",
     "load_job",
     "read_records",
+    "register_executor",
     "serve_metrics",
     "total_items",
 ]

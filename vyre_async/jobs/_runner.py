@@ -49,10 +49,10 @@ from ..errors import (
 )
 from ..graphs import CsrGraph
 from ..logging import JsonLogFile, get_logger
-from ..sessions import BatchingConfig
 from ..telemetry import MetricFamily
 from ._committer import Committer, Outcomes
 from ._execute import BlockExecutor, array_records, count_records, execute_block
+from ._executors import Executor, LocalExecutor, executor_for
 from ._graph_prep import prepare_job_graph
 from ._graph_source import job_fingerprint, resolve_sources
 from ._items import ItemBlock, check_sources, iter_blocks, sources_out_degree, total_items
@@ -65,7 +65,7 @@ from ._signals import exit_code, exiting_at_once_on_signals, noting_signals
 from ._spec import JobSpec
 from ._store import LOG_FILE, ResultStore
 from ._summary import JobSummary
-from ._targets import BlockTarget, LocalTarget, local_target
+from ._targets import BlockTarget, LocalTarget
 
 _log = get_logger("vyre_async.jobs")
 
@@ -162,7 +162,8 @@ class JobRunner(Lifecycle):
         self._backend_name = ("", "")
         self._telemetry: dict[str, Any] | None = None
         self._batches: dict[str, Any] | None = None
-        self._cluster: Any = None  # the RayConnection of a Ray job
+        self._executor: Executor = LocalExecutor()
+        self._connection: Any = None  # what the executor connected (Ray: the cluster)
 
     async def run(self) -> JobSummary:
         """Run the job to completion, a stop (signal, failures) or a fatal error.
@@ -254,7 +255,7 @@ class JobRunner(Lifecycle):
         )
         # Ray (when used) starts while the graph is prepared; the graph cache is written
         # in the background while the job runs.
-        async with self._connect_cluster(), anyio.create_task_group() as background:
+        async with self._connect_executor(), anyio.create_task_group() as background:
             graph = await prepare_job_graph(
                 spec, self._job_file, self._backend_kind, self._devices, background
             )
@@ -401,30 +402,25 @@ class JobRunner(Lifecycle):
         ]
 
     @asynccontextmanager
-    async def _connect_cluster(self) -> AsyncIterator[None]:
-        """Join or start Ray for a Ray job (in the background); nothing for a local one."""
-        if self._spec.job.executor != "ray":
-            yield
-            return
-        from ..cluster import connect_ray  # Ray is an optional extra
-
-        async with connect_ray(self._spec) as connection:
-            self._cluster = connection
+    async def _connect_executor(self) -> AsyncIterator[None]:
+        """Connect the job's executor for the run (Ray: joined in the background)."""
+        self._executor = executor_for(self._spec.job.executor)
+        async with self._executor.connect(self._spec) as connection:
+            self._connection = connection
             try:
                 yield
             finally:
-                self._cluster = None
+                self._connection = None
 
     def _open_target(self, graph: CsrGraph) -> AbstractAsyncContextManager[BlockTarget]:
-        spec = self._spec
-        if spec.job.executor == "ray":
-            from ..cluster import ray_target
-
-            return ray_target(self._cluster, spec, self._backend_kind, graph)
-        batching = BatchingConfig(
-            max_batch=spec.batching.max_batch, max_delay=spec.batching.max_delay_ms / 1000
+        return self._executor.target(
+            self._connection,
+            self._spec,
+            backend=self._backend_kind,
+            devices=self._devices,
+            graph=graph,
+            execute=self._execute,
         )
-        return local_target(self._backend_kind, self._devices, graph, batching, self._execute)
 
     async def _produce(
         self, blocks: Iterator[ItemBlock], send: ObjectSendStream[tuple[int, ItemBlock]]
