@@ -88,7 +88,7 @@ class PreparedSequence:
         self._reads = plans
         self._uses = uses
         #: What the backend works out once for this sequence (CUDA: its body and
-        #: reads, see ``_cuda_sequence.SequencePlan``); made on first submission.
+        #: reads, see ``backends.cuda._sequence_plan.SequencePlan``); made on first submission.
         self._backend_plan: object = None
         #: (registry generation, resolved records) of ``uses``; see
         #: ``ResidentRegistry.reserve_resolved``.

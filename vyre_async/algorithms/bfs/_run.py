@@ -14,7 +14,8 @@ import numpy as np
 
 from ...backends import Backend, PreparedSequence, ResidentBuffer, SequenceStep
 from .._repeat import prepare_batches, run_prepared
-from ._kernels import BFS_UNLIMITED, STATE_DONE, bfs_advance, bfs_bottom_up, bfs_init, bfs_top_down
+from ._kernels import bfs_advance, bfs_bottom_up, bfs_init, bfs_top_down
+from ._state import BFS_UNLIMITED, STATE_DONE
 
 
 class BfsScratch:

@@ -28,10 +28,12 @@ from ...kernels import (
     grid_stride,
     one_thread,
 )
-from . import _cuda as cuda
-from . import _cuda_merge as cuda_merge
+from .._cuda_files import cuda_file
 from . import _reference as ref
 from ._state import STATE_WORDS
+
+#: The package whose .cu files hold these kernels' CUDA C.
+_PACKAGE = __name__.rpartition(".")[0]
 
 _BLOCK = 256
 
@@ -54,7 +56,7 @@ def _at(column: str) -> ScalarParam:
 
 egraph_init = Kernel(
     name="egraph_init",
-    source=cuda.INIT_SOURCE,
+    source=cuda_file(_PACKAGE, "egraph_init.cu"),
     entry="egraph_init",
     params=(_PARENT, _STATE, ScalarParam("max_rounds", np.int32), _NUM_CLASSES),
     launch=at_least_one_block("c", _BLOCK),
@@ -63,7 +65,7 @@ egraph_init = Kernel(
 
 egraph_compress = Kernel(
     name="egraph_compress",
-    source=cuda.COMPRESS_SOURCE,
+    source=cuda_file(_PACKAGE, "egraph_compress.cu"),
     entry="egraph_compress",
     params=(_PARENT, _STATE_IN, ScalarParam("force", np.int32, default=0), _NUM_CLASSES),
     launch=grid_stride("c", block=_BLOCK, max_blocks=65535),
@@ -72,7 +74,7 @@ egraph_compress = Kernel(
 
 egraph_rewrite = Kernel(
     name="egraph_rewrite",
-    source=cuda.REWRITE_SOURCE,
+    source=cuda_file(_PACKAGE, "egraph_rewrite.cu"),
     entry="egraph_rewrite",
     params=(
         _IMAGE,
@@ -88,7 +90,7 @@ egraph_rewrite = Kernel(
 
 egraph_signatures = Kernel(
     name="egraph_signatures",
-    source=cuda_merge.SIGNATURES_SOURCE,
+    source=cuda_file(_PACKAGE, "egraph_signatures.cu"),
     entry="egraph_signatures",
     params=(
         _IMAGE,
@@ -106,7 +108,7 @@ egraph_signatures = Kernel(
 
 egraph_clear = Kernel(
     name="egraph_clear",
-    source=cuda.CLEAR_SOURCE,
+    source=cuda_file(_PACKAGE, "egraph_clear.cu"),
     entry="egraph_clear",
     params=(
         BufferParam("table", np.uint32, "inout", "t"),
@@ -119,7 +121,7 @@ egraph_clear = Kernel(
 
 egraph_merge = Kernel(
     name="egraph_merge",
-    source=cuda_merge.MERGE_SOURCE,
+    source=cuda_file(_PACKAGE, "egraph_merge.cu"),
     entry="egraph_merge",
     params=(
         _IMAGE,
@@ -141,7 +143,7 @@ egraph_merge = Kernel(
 
 egraph_check = Kernel(
     name="egraph_check",
-    source=cuda.CHECK_SOURCE,
+    source=cuda_file(_PACKAGE, "egraph_check.cu"),
     entry="egraph_check",
     params=(_STATE,),
     launch=one_thread,

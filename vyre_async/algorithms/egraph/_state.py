@@ -21,3 +21,15 @@ EGRAPH_STATE_WORDS = STATE_WORDS
 
 #: An empty slot of the signature table (no row index is this large).
 EMPTY_SLOT = 0xFFFFFFFF
+
+#: What ``egraph_defines.cuh`` defines for the kernels' CUDA C: these constants, by the
+#: names the CUDA C uses (tests check the header says the same).
+CUDA_DEFINES: dict[str, str | int] = {
+    "EMPTY_SLOT": f"{EMPTY_SLOT}u",
+    "S_DONE": STATE_DONE,
+    "S_CHANGED": STATE_CHANGED,
+    "S_ROUNDS": STATE_ROUNDS,
+    "S_MAX_ROUNDS": STATE_MAX_ROUNDS,
+    "S_MERGES": STATE_MERGES,
+    "S_CONVERGED": STATE_CONVERGED,
+}

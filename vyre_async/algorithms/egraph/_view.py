@@ -97,7 +97,7 @@ def check_column_spans(base_ptr: int, buffer_nbytes: int, layout: EGraphByteLayo
     if not 0 <= base_ptr <= U64_MAX:
         raise ValidationError(
             f"base pointer {base_ptr:#x} is not a 64-bit address",
-            fix="resolve views through backend.egraph_view(), which reads the real address.",
+            fix="resolve views through vyre_async.egraph_view(), which reads the real address.",
         )
     for name, span in layout.spans.items():
         if span.end > buffer_nbytes:

@@ -71,17 +71,7 @@ from ...kernels import (
     grid_stride,
     one_thread,
 )
-from ._cuda import (
-    _ADVANCE_SOURCE,
-    _COUNT_SOURCE,
-    _EXPAND_HUBS_SOURCE,
-    _EXPAND_SOURCE,
-    _INIT_LEVELS_SOURCE,
-    _INIT_SOURCE,
-    _INIT_TARGETS_SOURCE,
-    _RECORD_LEVELS_SOURCE,
-    _RECORD_TARGETS_SOURCE,
-)
+from .._cuda_files import cuda_file
 from ._layout import (
     _BLOCK,
     STATE_WORDS,
@@ -101,6 +91,9 @@ from ._reference import (
     msbfs_record_levels_reference,
     msbfs_record_targets_reference,
 )
+
+#: The package whose .cu files hold these kernels' CUDA C.
+_PACKAGE = __name__.rpartition(".")[0]
 
 _OFFSETS = BufferParam("offsets", np.int64, "in", "v1")  # length only: n = V
 _SOURCES = BufferParam("sources", np.int32, "in", "lanes")
@@ -122,7 +115,7 @@ _PULL_PARAMS = (
 
 msbfs_init = Kernel(
     name="msbfs_init",
-    source=_INIT_SOURCE,
+    source=cuda_file(_PACKAGE, "msbfs_init.cu"),
     entry="msbfs_init",
     params=(
         _OFFSETS,
@@ -143,7 +136,7 @@ msbfs_init = Kernel(
 
 msbfs_init_targets = Kernel(
     name="msbfs_init_targets",
-    source=_INIT_TARGETS_SOURCE,
+    source=cuda_file(_PACKAGE, "msbfs_init_targets.cu"),
     entry="msbfs_init_targets",
     params=(
         _SOURCES,
@@ -160,7 +153,7 @@ msbfs_init_targets = Kernel(
 
 msbfs_init_levels = Kernel(
     name="msbfs_init_levels",
-    source=_INIT_LEVELS_SOURCE,
+    source=cuda_file(_PACKAGE, "msbfs_init_levels.cu"),
     entry="msbfs_init_levels",
     params=(
         _OFFSETS,
@@ -177,7 +170,7 @@ msbfs_init_levels = Kernel(
 
 msbfs_expand = Kernel(
     name="msbfs_expand",
-    source=_EXPAND_SOURCE,
+    source=cuda_file(_PACKAGE, "msbfs_expand.cu"),
     entry="msbfs_expand",
     params=_PULL_PARAMS,
     # One warp per `32 / group` vertices (one lane per word slot), capped.
@@ -187,7 +180,7 @@ msbfs_expand = Kernel(
 
 msbfs_expand_hubs = Kernel(
     name="msbfs_expand_hubs",
-    source=_EXPAND_HUBS_SOURCE,
+    source=cuda_file(_PACKAGE, "msbfs_expand_hubs.cu"),
     entry="msbfs_expand_hubs",
     params=_PULL_PARAMS,
     # One warp per chunk of in-edges, capped.
@@ -197,7 +190,7 @@ msbfs_expand_hubs = Kernel(
 
 msbfs_record_targets = Kernel(
     name="msbfs_record_targets",
-    source=_RECORD_TARGETS_SOURCE,
+    source=cuda_file(_PACKAGE, "msbfs_record_targets.cu"),
     entry="msbfs_record_targets",
     params=(
         _OFFSETS,
@@ -217,7 +210,7 @@ msbfs_record_targets = Kernel(
 
 msbfs_record_levels = Kernel(
     name="msbfs_record_levels",
-    source=_RECORD_LEVELS_SOURCE,
+    source=cuda_file(_PACKAGE, "msbfs_record_levels.cu"),
     entry="msbfs_record_levels",
     params=(
         _OFFSETS,
@@ -234,7 +227,7 @@ msbfs_record_levels = Kernel(
 
 msbfs_advance = Kernel(
     name="msbfs_advance",
-    source=_ADVANCE_SOURCE,
+    source=cuda_file(_PACKAGE, "msbfs_advance.cu"),
     entry="msbfs_advance",
     params=(_STATE,),
     launch=one_thread,
@@ -243,7 +236,7 @@ msbfs_advance = Kernel(
 
 msbfs_count = Kernel(
     name="msbfs_count",
-    source=_COUNT_SOURCE,
+    source=cuda_file(_PACKAGE, "msbfs_count.cu"),
     entry="msbfs_count",
     params=(
         _OFFSETS,

@@ -1,6 +1,6 @@
 """Multi-source BFS geometry: lane words, the state layout, and launch shapes.
 
-See :mod:`._msbfs` for how the kernels use them.
+See :mod:`._kernels` for how the kernels use them.
 """
 
 from __future__ import annotations
@@ -51,6 +51,27 @@ _MAX_BLOCKS = 4096
 _WIDE_MIN_DEGREE = 32  # shorter in-lists are walked by a team, longer by the whole warp
 _UNROLL = 4  # neighbours each lane loads before the dependent frontier reads
 _COUNT_TILE = 1024  # vertices per msbfs_count task: 64 atomics per 1024 words
+
+#: What ``msbfs_defines.cuh`` defines for the kernels' CUDA C: these constants, by the
+#: names the CUDA C uses (tests check the header says the same).
+CUDA_DEFINES: dict[str, int] = {
+    "MAX_WORDS": MSBFS_MAX_WORDS,
+    "HUB_LANE_EDGES": MSBFS_HUB_LANE_EDGES,
+    "WIDE_MIN_DEGREE": _WIDE_MIN_DEGREE,
+    "UNROLL": _UNROLL,
+    "COUNT_TILE": _COUNT_TILE,
+    "STATE_LEVEL": STATE_LEVEL,
+    "STATE_DONE": STATE_DONE,
+    "STATE_MAX_LEVEL": STATE_MAX_LEVEL,
+    "STATE_LEVELS_RUN": STATE_LEVELS_RUN,
+    "STATE_WIDTH": STATE_WIDTH,
+    "STATE_LANES": STATE_LANES,
+    "STATE_DISCOVERED": STATE_DISCOVERED,
+    "STATE_REACHED": STATE_REACHED,
+    "STATE_ACTIVE": STATE_ACTIVE,
+    "STATE_LIVE": STATE_LIVE,
+    "STATE_NEXT_LIVE": STATE_NEXT_LIVE,
+}
 
 
 def msbfs_words(n: int, vw: int) -> int:

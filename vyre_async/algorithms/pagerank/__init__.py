@@ -8,15 +8,6 @@ in this package's ``.cu`` files.
 
 from ...kernels import register_builtin as _register_builtin
 from ._kernels import PAGERANK_KERNELS as PAGERANK_KERNELS
-from ._kernels import PR_MAX_ITER_LIMIT as PR_MAX_ITER_LIMIT
-from ._kernels import PR_STATE_WORDS as PR_STATE_WORDS
-from ._kernels import STATE_DANGLING as STATE_DANGLING
-from ._kernels import STATE_DIFF as STATE_DIFF
-from ._kernels import STATE_DONE as STATE_DONE
-from ._kernels import STATE_ITERATIONS as STATE_ITERATIONS
-from ._kernels import STATE_LAST_DIFF as STATE_LAST_DIFF
-from ._kernels import STATE_MAX_ITER as STATE_MAX_ITER
-from ._kernels import STATE_TOL as STATE_TOL
 from ._kernels import pr_check as pr_check
 from ._kernels import pr_dangling as pr_dangling
 from ._kernels import pr_gather as pr_gather
@@ -27,6 +18,15 @@ from ._run import PagerankInputs as PagerankInputs
 from ._run import PagerankScratch as PagerankScratch
 from ._run import run_pagerank as run_pagerank
 from ._run import shares_order as shares_order
+from ._state import PR_MAX_ITER_LIMIT as PR_MAX_ITER_LIMIT
+from ._state import PR_STATE_WORDS as PR_STATE_WORDS
+from ._state import STATE_DANGLING as STATE_DANGLING
+from ._state import STATE_DIFF as STATE_DIFF
+from ._state import STATE_DONE as STATE_DONE
+from ._state import STATE_ITERATIONS as STATE_ITERATIONS
+from ._state import STATE_LAST_DIFF as STATE_LAST_DIFF
+from ._state import STATE_MAX_ITER as STATE_MAX_ITER
+from ._state import STATE_TOL as STATE_TOL
 
 _register_builtin(*PAGERANK_KERNELS)
 

@@ -18,14 +18,13 @@ import numpy as np
 from ...backends import Backend, ResidentBuffer, SequenceStep
 from .._repeat import run_until_done
 from ._kernels import (
-    STATE_DONE,
-    STATE_ITERATIONS,
     pr_check,
     pr_dangling,
     pr_gather,
     pr_init,
     pr_update,
 )
+from ._state import STATE_DONE, STATE_ITERATIONS
 
 
 def shares_order(out_degree: np.ndarray) -> np.ndarray:

@@ -6,6 +6,16 @@
 offsets and indices. Buffers the kernels fill are ``inout``: every element they are
 meant to write is written, so nothing needs clearing first. The references follow the
 CUDA kernels' definitions (tiles included), so the CPU backend runs the same pipeline.
+
+The CUDA C is one translation unit, ``rmat.cu``; each kernel is compiled from it by
+its entry point. The edge stream follows the definition in
+``vyre_async/graphs/_rmat_counter.py`` integer for integer, so the device and the host
+draw the same edges. Tile kernels (``radix_histogram``, ``radix_scatter``,
+``unique_count``, ``unique_compact``) run one block of ``BLOCK`` threads per ``TILE``
+consecutive keys. Counts are laid out digit-major (``counts[digit * tiles + tile]``),
+so their exclusive scan gives each tile the first output position of each digit, and
+the scatter is stable: within a tile, keys keep their order (warp ranks from
+``__match_any_sync``, earlier warps' counts from shared memory).
 """
 
 from __future__ import annotations
@@ -15,7 +25,18 @@ from collections.abc import Mapping
 import numpy as np
 
 from ...kernels import BufferParam, Kernel, LaunchRule, LaunchShape, ScalarParam, grid_stride
-from ._cuda import BLOCK, RADIX, RADIX_BITS, SCAN_BLOCK, SOURCE, TILE
+from .._cuda_files import cuda_file
+
+#: Threads per block of the tile kernels; also the radix (one digit per thread).
+BLOCK = 256
+RADIX_BITS = 8
+RADIX = 1 << RADIX_BITS
+#: Keys per block of the tile kernels.
+TILE = 1 << 16
+#: Threads of the single-block scan.
+SCAN_BLOCK = 1024
+#: The CUDA C of every kernel here (one translation unit, compiled per entry point).
+_SOURCE = cuda_file(__name__.rpartition(".")[0], "rmat.cu")
 
 #: Entries of the alias table and words of stream keys ``rmat_edge_keys`` reads.
 TABLE_SIZE = 1 << 16
@@ -172,7 +193,7 @@ def unique_compact_reference(arrays: Arrays, scalars: Scalars) -> None:
 
 rmat_edge_keys = Kernel(
     name="rmat_edge_keys",
-    source=SOURCE,
+    source=_SOURCE,
     entry="rmat_edge_keys",
     params=(
         BufferParam("thresholds", np.uint32, "in", TABLE_SIZE),
@@ -189,7 +210,7 @@ rmat_edge_keys = Kernel(
 
 radix_histogram = Kernel(
     name="radix_histogram",
-    source=SOURCE,
+    source=_SOURCE,
     entry="radix_histogram",
     params=(
         BufferParam("keys", np.uint64, "in", "n"),
@@ -204,7 +225,7 @@ radix_histogram = Kernel(
 
 scan_exclusive = Kernel(
     name="scan_exclusive",
-    source=SOURCE,
+    source=_SOURCE,
     entry="scan_exclusive",
     params=(
         BufferParam("data", np.uint32, "inout", "m"),
@@ -216,7 +237,7 @@ scan_exclusive = Kernel(
 
 radix_scatter = Kernel(
     name="radix_scatter",
-    source=SOURCE,
+    source=_SOURCE,
     entry="radix_scatter",
     params=(
         BufferParam("keys_in", np.uint64, "in", "n"),
@@ -232,7 +253,7 @@ radix_scatter = Kernel(
 
 unique_count = Kernel(
     name="unique_count",
-    source=SOURCE,
+    source=_SOURCE,
     entry="unique_count",
     params=(
         BufferParam("keys", np.uint64, "in", "n"),
@@ -246,7 +267,7 @@ unique_count = Kernel(
 
 unique_compact = Kernel(
     name="unique_compact",
-    source=SOURCE,
+    source=_SOURCE,
     entry="unique_compact",
     params=(
         BufferParam("keys", np.uint64, "in", "n"),

@@ -1,16 +1,4 @@
-"""CUDA C helpers shared by the graph kernels: warp-wide merged walks over edge lists.
 
-A warp that must walk the edge lists of up to 32 vertices merges them: an exclusive
-scan of the list lengths gives each list's start in the merged order, and lane i
-takes the i-th edge of every 32, finding the list it belongs to by a binary search
-over those starts. Index reads are then coalesced and no lane idles while another
-walks a longer list.
-"""
-
-from __future__ import annotations
-
-#: ``warp_exclusive_scan`` and ``warp_owner``; sources that use them define FULL_MASK.
-WARP_MERGE = r"""
 // Exclusive prefix sum of `x` over the warp; *total gets the warp's sum.
 __device__ __forceinline__ long long warp_exclusive_scan(long long x, unsigned lane,
                                                          long long* total)
@@ -39,4 +27,3 @@ __device__ __forceinline__ int warp_owner(long long start, long long k)
     }
     return owner;
 }
-"""

@@ -1,65 +1,6 @@
-"""CUDA C sources of the e-graph signature and merge kernels (see :mod:`._egraph`)."""
+#include "egraph_defines.cuh"
+#include "egraph_union_find.cuh"
 
-from __future__ import annotations
-
-from ._cuda import DEFINES, UNION_FIND
-
-#: The signature hash; ``_egraph_reference.row_signatures`` is its NumPy twin.
-HASH = r"""
-__device__ __forceinline__ unsigned fmix32(unsigned h)
-{
-    h ^= h >> 16;
-    h *= 0x85EBCA6Bu;
-    h ^= h >> 13;
-    h *= 0xC2B2AE35u;
-    h ^= h >> 16;
-    return h;
-}
-
-// A sum of per-child terms (each mixing the child with its position), so the
-// host reference can add them in any order and land on the same bits.
-__device__ __forceinline__ unsigned row_signature(unsigned op, unsigned len,
-                                                  const unsigned* __restrict__ canon,
-                                                  unsigned long long start)
-{
-    unsigned acc = fmix32(op * 0xC2B2AE3Du + len * 0x27D4EB2Fu + 0x165667B1u);
-    for (unsigned j = 0; j < len; ++j) {
-        acc += fmix32((canon[start + j] ^ fmix32(j + 0x61C88647u)) * 0x9E3779B1u);
-    }
-    return fmix32(acc);
-}
-"""
-
-SIGNATURES_SOURCE = (
-    DEFINES
-    + HASH
-    + r"""
-extern "C" __global__ void egraph_signatures(const unsigned* __restrict__ image,
-                                             const unsigned* __restrict__ canon,
-                                             unsigned* __restrict__ signatures,
-                                             const int* __restrict__ state,
-                                             long long ops_at,
-                                             long long starts_at,
-                                             long long lens_at,
-                                             long long num_rows)
-{
-    if (state[S_DONE] != 0) {
-        return;
-    }
-    const long long stride = (long long)blockDim.x * gridDim.x;
-    for (long long r = (long long)blockIdx.x * blockDim.x + threadIdx.x; r < num_rows;
-         r += stride) {
-        signatures[r] = row_signature(__ldg(&image[ops_at + r]), __ldg(&image[lens_at + r]),
-                                      canon, __ldg(&image[starts_at + r]));
-    }
-}
-"""
-)
-
-MERGE_SOURCE = (
-    DEFINES
-    + UNION_FIND
-    + r"""
 // Rows a and b have the same operator and the same canonical children (the keys
 // themselves, not only their hashes).
 __device__ __forceinline__ bool same_key(const unsigned* image, const unsigned* canon,
@@ -130,5 +71,3 @@ extern "C" __global__ void egraph_merge(const unsigned* __restrict__ image,
         atomicExch(&state[S_CHANGED], 1);
     }
 }
-"""
-)

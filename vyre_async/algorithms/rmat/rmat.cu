@@ -1,29 +1,4 @@
-"""CUDA C of the device R-MAT builder: the edge stream, an LSD radix sort, CSR compaction.
 
-One translation unit; each kernel is compiled from it by its entry point. The edge
-stream follows the definition in ``vyre_async/graphs/_rmat_counter.py`` integer for
-integer, so the device and the host draw the same edges.
-
-Tile kernels (``radix_histogram``, ``radix_scatter``, ``unique_count``,
-``unique_compact``) run one block of ``BLOCK`` threads per ``TILE`` consecutive keys.
-Counts are laid out digit-major (``counts[digit * tiles + tile]``), so their exclusive
-scan gives each tile the first output position of each digit, and the scatter is
-stable: within a tile, keys keep their order (warp ranks from ``__match_any_sync``,
-earlier warps' counts from shared memory).
-"""
-
-from __future__ import annotations
-
-#: Threads per block of the tile kernels; also the radix (one digit per thread).
-BLOCK = 256
-RADIX_BITS = 8
-RADIX = 1 << RADIX_BITS
-#: Keys per block of the tile kernels.
-TILE = 1 << 16
-#: Threads of the single-block scan.
-SCAN_BLOCK = 1024
-
-SOURCE = r"""
 typedef unsigned long long u64;
 typedef unsigned int u32;
 
@@ -276,4 +251,3 @@ extern "C" __global__ void unique_compact(const u64* __restrict__ keys,
         __syncthreads();
     }
 }
-"""
