@@ -12,8 +12,8 @@ import pytest
 from graph_references import scipy_levels
 
 import vyre_async as va
-from vyre_async.backends.cuda._backend import PAGEABLE_READ_MAX_BYTES
 from vyre_async.backends.cuda._readback import PIECE_BYTES
+from vyre_async.backends.cuda._reads import PAGEABLE_READ_MAX_BYTES
 from vyre_async.graphs import CsrGraph, rmat
 
 try:  # CuPy is on the GPU machines, not in CI; imported here, not on the event loop
