@@ -65,7 +65,7 @@ def test_no_package_imports_another_packages_private_module() -> None:
 
 def test_the_private_import_check_sees_relative_imports() -> None:
     """The resolver maps a relative import to the module it names (the check is not blind)."""
-    path = ROOT / "backends" / "cuda" / "_backend.py"
+    path = ROOT / "backends" / "cuda" / "_base.py"
     targets = {target for _, target in _imported(path)}
     assert "vyre_async.backends._core" in targets
     assert "vyre_async.streams" in targets

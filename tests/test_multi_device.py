@@ -106,7 +106,7 @@ async def test_a_lost_device_is_taken_out_and_its_work_runs_on_the_others(
         def lost(*args: Any, **kwargs: Any) -> Any:
             raise va.DeviceLostError("pretend device 1 fell off the bus", fix="none (a test).")
 
-        monkeypatch.setattr(broken, "_submit_bound", lost)  # every sequence submits here
+        monkeypatch.setattr(broken, "submit_prepared", lost)  # every sequence submits here
         counts: dict[int, int] = {}
 
         async def query(i: int) -> None:
@@ -137,7 +137,7 @@ async def test_when_every_device_is_lost_the_error_says_so(
             def lost(*args: Any, **kwargs: Any) -> Any:
                 raise va.DeviceLostError("pretend the device is gone", fix="none (a test).")
 
-            monkeypatch.setattr(device, "_submit_bound", lost)
+            monkeypatch.setattr(device, "submit_prepared", lost)
         with pytest.raises(va.DeviceLostError, match=r"every device .* \(2 of 2\).*Fix:"):
             await session.reach_count(0)
 

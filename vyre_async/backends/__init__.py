@@ -5,8 +5,8 @@ opens one per device as a :class:`DeviceGroup`. The CUDA backend lives in
 :mod:`vyre_async.backends.cuda` and is imported only when one is opened.
 """
 
+from ._checks import check_out as check_out
 from ._config import DispatchConfig as DispatchConfig
-from ._core import check_out as check_out
 from ._cpu import CpuBackend as CpuBackend
 from ._group import DeviceGroup as DeviceGroup
 from ._interop import is_foreign as is_foreign

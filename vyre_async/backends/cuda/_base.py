@@ -36,11 +36,9 @@ from ...errors import (
 )
 from ...kernels import BoundCall, Kernel
 from ...streams import Completion, CompletionWatcher, Lane, PendingDispatch
+from .._checks import wait_quietly
 from .._config import DispatchConfig
-from .._core import (
-    BackendCore,
-    _quietly,
-)
+from .._core import BackendCore
 from .._interop import Borrowed
 from .._resident import ResidentBuffer
 from ._bound import (
@@ -291,7 +289,7 @@ class CudaBase(BackendCore[DeviceAllocation]):
                 completion.add_done_callback(on_abandon)
             if settle:
                 with anyio.CancelScope(shield=True):
-                    await _quietly(completion)
+                    await wait_quietly(completion)
             raise
 
     async def _copy_into(self, target: np.ndarray, data: np.ndarray) -> None:

@@ -20,13 +20,9 @@ from ...errors import (
 )
 from ...kernels import Kernel
 from ...streams import Completion
+from .._checks import check_place, wait_quietly
 from .._config import DispatchConfig
-from .._core import (
-    OutputPlace,
-    Outputs,
-    _placed,
-    _quietly,
-)
+from .._core import OutputPlace, Outputs
 from .._prepared_dispatch import PreparedDispatch
 from .._resident import ResidentBuffer
 from ._base import INLINE_COPY_BYTES, OPEN, STREAMS, CudaBase
@@ -72,7 +68,7 @@ class CudaDispatch(CudaBase):
         if self._state is not OPEN:
             self._check_open()
         if outputs != "host":
-            return self._dispatch_to_device(kernel, inputs, _placed(outputs, scalars), config)
+            return self._dispatch_to_device(kernel, inputs, check_place(outputs, scalars), config)
         try:
             launch = self._launches[(kernel, *inputs.items())]
         except (KeyError, TypeError, AttributeError):  # new, host arrays, or bad inputs
@@ -214,7 +210,7 @@ class CudaDispatch(CudaBase):
         try:
             for earlier in waits:
                 if earlier.fence is None and not earlier._done:
-                    await _quietly(earlier)
+                    await wait_quietly(earlier)
                     self._check_healthy()
         except BaseException as exc:
             if staging is not None:

@@ -163,7 +163,7 @@ class BodyGraphs:
         try:
             record(stream)
         except BaseException:
-            self._end_quietly(stream)
+            self._endwait_quietly(stream)
             raise
         try:
             graph = device.call(driver.cuStreamEndCapture, stream)
@@ -178,7 +178,7 @@ class BodyGraphs:
         self.captured += 1
         return graph_exec
 
-    def _end_quietly(self, stream: Any) -> None:
+    def _endwait_quietly(self, stream: Any) -> None:
         driver = self._device.driver
         result = driver.cuStreamEndCapture(stream)
         graph = result[1] if isinstance(result, tuple) and len(result) > 1 else None

@@ -22,11 +22,9 @@ from ...errors import (
     OutOfMemoryError,
 )
 from ...streams import Completion
-from .._core import (
-    ReadPlan,
-    _quietly,
-)
+from .._checks import wait_quietly
 from .._interop import Borrowed
+from .._sequence import ReadPlan
 from ._base import INLINE_COPY_BYTES, CudaBase
 from ._host_results import HostBlock
 from ._readback import copy_out_pieces, plan_read_pieces
@@ -265,7 +263,7 @@ class CudaReads(CudaBase):
             # One stream: the last piece landed means no copy reads the buffers any
             # more, and the caller's hold on them ends when this returns.
             with anyio.CancelScope(shield=True):
-                await _quietly(landed[-1])
+                await wait_quietly(landed[-1])
             raise
         release_pinned()
         return outs

@@ -20,7 +20,7 @@ from ._graphs import GRAPH_MIN_LAUNCHES, Step, StepPlans
 
 if TYPE_CHECKING:
     from ...cuda import DeviceInfo
-    from .._core import ReadPlan
+    from .._sequence import ReadPlan
     from ._launch import LoadedKernel
 
 #: Alignment of each read's bytes in the page-locked block.

@@ -23,10 +23,8 @@ from ...errors import (
 from ...kernels import BoundCall
 from ...logging import tracing_enabled
 from ...streams import Completion, PendingDispatch
+from .._checks import check_repeat_count
 from .._config import DispatchConfig
-from .._core import (
-    check_repeat_count,
-)
 from .._prepared import PreparedSequence, SequenceResult
 from .._resident import ResidentBuffer
 from ._base import CudaBase
@@ -45,16 +43,16 @@ _SMALL_READ_CAPACITY = bucket_capacity(SMALL_READ_BYTES)
 
 class CudaSequences(CudaBase):
     def _plan_of(self, prepared: PreparedSequence) -> SequencePlan:
-        plan = prepared._backend_plan
+        plan = prepared.backend_plan
         if not isinstance(plan, SequencePlan):
             plan = SequencePlan(
                 self._step_plans,
                 self._pointer_of,
-                prepared._prefix,
-                prepared._repeated,
-                prepared._reads,
+                prepared.prefix,
+                prepared.repeated,
+                prepared.reads,
             )
-            prepared._backend_plan = plan
+            prepared.backend_plan = plan
         return plan
 
     def _loaded_kernels(self, plan: SequencePlan) -> dict[int, LoadedKernel]:
@@ -146,9 +144,9 @@ class CudaSequences(CudaBase):
         """A prepared sequence's buffer records, resolved again only after a buffer
         left the registry."""
         registry = self._registry
-        cached = prepared._reservation
+        cached = prepared.reservation
         if cached is None or cached[0] != registry.generation:
-            cached = prepared._reservation = (registry.generation, registry.resolve(prepared._uses))
+            cached = prepared.reservation = (registry.generation, registry.resolve(prepared.uses))
         records: list[Any] = cached[1]
         return records
 
@@ -190,7 +188,7 @@ class CudaSequences(CudaBase):
         if tracing_enabled():
             self._log.debug("sequence enqueued", launches=launches, reads=len(plan.reads))
 
-    def _submit_bound(
+    def submit_prepared(
         self,
         prepared: PreparedSequence,
         prefix: list[BoundCall[ResidentBuffer]],
@@ -228,12 +226,12 @@ class CudaSequences(CudaBase):
         else:
             self._enqueue_sequence(plan, loaded, work, prefix, repeat_count, waits, config.timing)
             self._watcher.kick()
-        repeated = len(prepared._repeated)
+        repeated = len(prepared.repeated)
         label = config.label or f"sequence of {len(prefix)}+{repeated}x{repeat_count} steps"
         pending: PendingDispatch[list[np.ndarray]] = self._pending(work, config, label, start)
         return pending
 
-    async def _run_bound(
+    async def run_prepared(
         self,
         prepared: PreparedSequence,
         prefix: list[BoundCall[ResidentBuffer]],

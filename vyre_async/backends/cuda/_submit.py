@@ -22,11 +22,9 @@ from ...errors import (
 from ...kernels import BoundCall, Kernel
 from ...logging import tracing_enabled
 from ...streams import Completion, PendingDispatch
+from .._checks import uses_of
 from .._config import DispatchConfig
-from .._core import (
-    Outputs,
-    _uses,
-)
+from .._core import Outputs
 from .._resident import ResidentBuffer
 from ._base import INLINE_COPY_BYTES, CudaBase
 from ._bound import (
@@ -125,7 +123,7 @@ class CudaSubmit(CudaBase):
         now (so submission order holds), bound and enqueued from a task once loaded."""
         work = DispatchWork(self, None)
         registry = self._registry
-        records = registry.resolve(_uses([call]))
+        records = registry.resolve(uses_of([call]))
         waits = registry.claim(records, work)
         work.records = records
         held = snapshot_inputs(inputs)
