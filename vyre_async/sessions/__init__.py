@@ -6,8 +6,8 @@ PageRank, coalescing concurrent queries into multi-source traversals planned by
 canonicalization. Both are async context managers.
 """
 
+from ._batched import BatchingConfig as BatchingConfig
 from ._egraph_session import EGraphSession as EGraphSession
-from ._graph_session import BatchingConfig as BatchingConfig
 from ._graph_session import ResidentGraphSession as ResidentGraphSession
 from ._open import egraph_session as egraph_session
 from ._open import resident_graph as resident_graph

@@ -14,23 +14,20 @@ taken out and its work runs again on the others.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from types import TracebackType
-from typing import Annotated, Any, Literal, Self, TypeVar
+from typing import Any, Literal, Self
 
 import anyio
-import msgspec
 import numpy as np
 
-from .._groups import sole_vyre_error
 from .._lifecycle import Lifecycle, LifecycleState
 from ..algorithms import bfs
 from ..algorithms.pagerank import shares_order
 from ..backends import Backend, DeviceGroup, check_out, is_foreign
-from ..batching import BatcherStats, DynamicBatcher
-from ..errors import DeviceLostError, ValidationError
+from ..batching import DynamicBatcher
+from ..errors import ValidationError
 from ..graphs import CsrGraph
-from ..logging import get_logger
 from ._analyses import (
     DEFAULT_QUERY_BUDGET,
     UNLIMITED,
@@ -39,52 +36,17 @@ from ._analyses import (
     traverse,
     traverse_many,
 )
+from ._batched import BatchedQueries, BatchingConfig, reached_vertices, to_device_array
 from ._planner import Readback, TraversalQuery
-from ._query_block import QueryBlock, block_group, block_lanes, split_rows
+from ._query_block import QueryBlock
 from ._replica import GraphReplica
+from ._replicas import ReplicaSet
 from ._stats import RunCounters, SessionStats
 
 __all__ = ["DEFAULT_QUERY_BUDGET", "BatchingConfig", "ResidentGraphSession"]
 
-_log = get_logger("vyre_async.sessions")
-T = TypeVar("T")
 
-
-async def _to_device_array(replica: GraphReplica, levels: np.ndarray, out: Any) -> Any:
-    """Copy host levels into another library's device array (through a resident buffer)."""
-    backend = replica.backend
-    staged = await backend.upload(levels)
-    try:
-        await backend.read(staged, out=out)
-    finally:
-        await backend.free(staged)
-    return out
-
-
-def _reached_vertices(levels: np.ndarray) -> np.ndarray:
-    return np.flatnonzero(levels >= 0).astype(np.int32)
-
-
-class BatchingConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """How concurrent ``bfs`` / ``khop`` / ``reach_count`` calls are coalesced.
-
-    Attributes:
-        max_batch: Queries per multi-source traversal (64 per 64-bit lane word, up to
-            1024).
-        max_delay: Seconds the oldest queued query may wait for more company while a
-            traversal runs; when the device is idle a batch starts at once.
-        queue_size: Queries that may wait; a full queue blocks callers, or rejects
-            them with QueueFullError when ``reject_when_full``.
-        reject_when_full: Reject rather than block when the queue is full.
-    """
-
-    max_batch: Annotated[int, msgspec.Meta(ge=1, le=1024)] = 1024
-    max_delay: Annotated[float, msgspec.Meta(ge=0)] = 0.0005
-    queue_size: Annotated[int, msgspec.Meta(ge=1)] = 65536
-    reject_when_full: bool = False
-
-
-class ResidentGraphSession(Lifecycle):
+class ResidentGraphSession(BatchedQueries, Lifecycle):
     """A graph resident on one device or a group's, analysed again and again without re-uploading.
 
     Made by :func:`vyre_async.resident_graph` (an async context manager); every method
@@ -120,9 +82,7 @@ class ResidentGraphSession(Lifecycle):
             backends = list(backend)
         else:
             backends = [backend]
-        if not backends:
-            raise ValueError("a resident-graph session needs at least one backend")
-        self._replicas = [GraphReplica(b, i) for i, b in enumerate(backends)]
+        self._replicas = ReplicaSet(backends)
         self._graph = graph
         self._counters = RunCounters()
         self._batching = batching
@@ -141,30 +101,13 @@ class ResidentGraphSession(Lifecycle):
     async def __aenter__(self) -> Self:
         self._enter_open()
         try:
-            await self._upload()
+            await self._replicas.upload(self._graph)
             if self._batching is not None:
                 await self._start_batcher(self._batching)
         except BaseException:
             await self.aclose()
             raise
         return self
-
-    async def _start_batcher(self, config: BatchingConfig) -> None:
-        self._batcher = DynamicBatcher(
-            self._run_batch,
-            max_batch=config.max_batch,
-            max_delay=config.max_delay,
-            queue_size=config.queue_size,
-            reject_when_full=config.reject_when_full,
-            lanes=block_lanes,
-            group=block_group,
-            max_in_flight=len(self._replicas),  # one batch per device at a time
-            name="resident-graph query batcher",
-        )
-        task_group = anyio.create_task_group()
-        await task_group.__aenter__()
-        self._task_group = task_group
-        await task_group.start(self._batcher.run)
 
     async def __aexit__(
         self,
@@ -187,9 +130,7 @@ class ResidentGraphSession(Lifecycle):
                 await batcher.aclose()
             await task_group.__aexit__(None, None, None)
         self._enter_closed()
-        with anyio.CancelScope(shield=True):
-            for replica in self._replicas:
-                await replica.free_all()
+        await self._replicas.free_all()
 
     def _check_open(self) -> None:
         self._require_open()
@@ -197,74 +138,11 @@ class ResidentGraphSession(Lifecycle):
     def _is_open(self) -> bool:
         return self._state is LifecycleState.OPEN
 
-    def _device_arrays(self) -> dict[str, np.ndarray]:
-        """The arrays the kernels read: int64 offsets, out-degrees, the transpose."""
-        graph = self._graph
-        arrays: dict[str, np.ndarray] = {
-            "offsets": graph.offsets.astype(np.int64, copy=False),
-            "indices": graph.indices,
-            "out_degree": graph.out_degree(),
-        }
-        if not graph.symmetric:
-            transpose = graph.transpose()
-            arrays["in_offsets"] = transpose.offsets.astype(np.int64, copy=False)
-            arrays["in_indices"] = transpose.indices
-        return arrays
-
-    async def _upload(self) -> None:
-        # Widening offsets and transposing take seconds on large graphs: not on the loop.
-        arrays = await anyio.to_thread.run_sync(self._device_arrays)
-        if len(self._replicas) == 1:
-            await self._replicas[0].upload(self._graph, arrays)
-            return
-        try:
-            async with anyio.create_task_group() as tg:  # every device's copy at once
-                for replica in self._replicas:
-                    tg.start_soon(replica.upload, self._graph, arrays)
-        except BaseExceptionGroup as group:
-            error = sole_vyre_error(group)
-            if error is None:
-                raise
-            raise error from None
-
     # ----------------------------------------------------------------- replicas
     @property
     def devices(self) -> int:
         """Replicas still in service (devices not lost)."""
-        return sum(r.lost is None for r in self._replicas)
-
-    def _pick(self) -> GraphReplica:
-        if len(self._replicas) == 1 and self._replicas[0].lost is None:
-            return self._replicas[0]
-        live = [r for r in self._replicas if r.lost is None]
-        if not live:
-            raise DeviceLostError(
-                f"every device of this session was lost ({len(self._replicas)} of "
-                f"{len(self._replicas)}); last: {self._replicas[-1].lost}",
-                fix="restart the process; check the devices with `vyre-async info`.",
-            )
-        return min(live, key=lambda r: r.busy)
-
-    async def _on_replica(self, work: Callable[[GraphReplica], Awaitable[T]]) -> T:
-        """Run ``work`` on the least busy replica; on a lost device, on another one."""
-        while True:
-            replica = self._pick()
-            replica.busy += 1
-            try:
-                return await work(replica)
-            except DeviceLostError as exc:
-                if len(self._replicas) == 1:
-                    raise
-                replica.lost = exc
-                _log.warning(
-                    "device_taken_out",
-                    replica=replica.index,
-                    device=replica.backend.device_name,
-                    devices_left=self.devices,
-                    error=exc.what,
-                )
-            finally:
-                replica.busy -= 1
+        return self._replicas.live
 
     # ----------------------------------------------------------------- analyses
     async def bfs(
@@ -307,10 +185,10 @@ class ResidentGraphSession(Lifecycle):
             if out is None:
                 return levels
             if is_foreign(out):  # a device array: batches are unpacked on the host
-                return await self._on_replica(lambda r: _to_device_array(r, levels, out))
+                return await self._replicas.run(lambda r: to_device_array(r, levels, out))
             np.copyto(out.reshape(-1), levels)
             return out
-        return await self._on_replica(lambda r: self._levels_on(r, source, UNLIMITED, out))
+        return await self._replicas.run(lambda r: self._levels_on(r, source, UNLIMITED, out))
 
     async def khop(
         self, source: int, k: int, *, priority: int = 0, queue_timeout: float | None = None
@@ -326,8 +204,8 @@ class ResidentGraphSession(Lifecycle):
             query = TraversalQuery(id=0, source=source, kind="khop", k=k)
             vertices: np.ndarray = await self._submit_one(query, priority, queue_timeout)
             return vertices
-        levels = await self._on_replica(lambda r: self._levels_on(r, source, k))
-        return await anyio.to_thread.run_sync(_reached_vertices, levels)
+        levels = await self._replicas.run(lambda r: self._levels_on(r, source, k))
+        return await anyio.to_thread.run_sync(reached_vertices, levels)
 
     async def reach_count(
         self, source: int, *, priority: int = 0, queue_timeout: float | None = None
@@ -340,7 +218,7 @@ class ResidentGraphSession(Lifecycle):
         if self._batcher is not None:
             query = TraversalQuery(id=0, source=source, kind="reach")
             return int(await self._submit_one(query, priority, queue_timeout))
-        return await self._on_replica(lambda r: self._count_on(r, source))
+        return await self._replicas.run(lambda r: self._count_on(r, source))
 
     async def _levels_on(
         self, replica: GraphReplica, source: int, max_level: int, out: np.ndarray | None = None
@@ -401,7 +279,7 @@ class ResidentGraphSession(Lifecycle):
                 f"max_iter must be a positive int, got {max_iter!r}", fix="pass max_iter >= 1."
             )
         n, params = self._graph.num_vertices, (damping, tol, max_iter)
-        return await self._on_replica(
+        return await self._replicas.run(
             lambda r: pagerank_on(
                 r,
                 self._counters,
@@ -472,116 +350,16 @@ class ResidentGraphSession(Lifecycle):
             for i, s in enumerate(sources)
         ]
         n = self._graph.num_vertices
-        rows = await self._on_replica(
+        rows = await self._replicas.run(
             lambda r: traverse_many(r, self._counters, n, queries, budget_bytes)
         )
         if not rows:
             return self._no_rows(readback, len(targets))
         return np.concatenate(rows)
 
-    def _no_rows(self, readback: Readback, num_targets: int) -> np.ndarray:
-        width = (
-            ()
-            if readback == "counts"
-            else ((num_targets,) if readback == "targets" else (self._graph.num_vertices,))
-        )
-        return np.zeros((0, *width), dtype=np.int32)
-
-    async def _submit_many(
-        self,
-        sources: list[int],
-        kind: Literal["bfs", "khop"],
-        k: int | None,
-        readback: Readback,
-        targets: tuple[int, ...],
-        priority: int,
-        queue_timeout: float | None,
-    ) -> np.ndarray:
-        """``bfs_many`` through the batcher: blocks of up to ``max_batch`` queries."""
-        self._check_open()
-        if sources and (min(sources) < 0 or max(sources) >= self._graph.num_vertices):
-            # One C-level scan for the common case; the first bad source names itself.
-            for source in sources:
-                self._check_source(source)
-        if not sources:
-            return self._no_rows(readback, len(targets))
-        ids = self._query_ids
-        queries = tuple(
-            TraversalQuery(
-                id=next(ids), source=s, kind=kind, k=k, readback=readback, targets=targets
-            )
-            for s in sources
-        )
-        size = self._batching.max_batch if self._batching is not None else len(queries)
-        blocks = [
-            QueryBlock(queries[i : i + size], rows=True) for i in range(0, len(queries), size)
-        ]
-        parts: list[np.ndarray] = [np.empty(0, np.int32)] * len(blocks)
-
-        async def one(index: int, block: QueryBlock) -> None:
-            parts[index] = await self._submit(block, priority, queue_timeout)
-
-        if len(blocks) == 1:
-            await one(0, blocks[0])
-        else:
-            async with anyio.create_task_group() as tg:
-                for index, block in enumerate(blocks):
-                    tg.start_soon(one, index, block)
-        return parts[0] if len(parts) == 1 else np.concatenate(parts)
-
-    def batch_stats(self) -> BatcherStats | None:
-        """Batches, lanes per batch and queue waits (``None`` without batching)."""
-        return self._batcher.stats() if self._batcher is not None else None
-
     def _checked(self, source: int) -> int:
         self._check_source(source)
         return int(source)
-
-    async def _submit_one(
-        self, query: TraversalQuery, priority: int, queue_timeout: float | None
-    ) -> Any:
-        readback = "counts" if query.kind == "reach" else "levels"
-        query = msgspec.structs.replace(query, id=next(self._query_ids), readback=readback)
-        return await self._submit(QueryBlock((query,), rows=False), priority, queue_timeout)
-
-    async def _submit(self, block: QueryBlock, priority: int, queue_timeout: float | None) -> Any:
-        if self._batcher is None:  # closed while the caller was on its way in
-            self._check_open()
-            raise RuntimeError("unreachable: an open session without its batcher")
-        return await self._batcher.submit(block, priority=priority, queue_timeout=queue_timeout)
-
-    async def _run_batch(self, blocks: Sequence[QueryBlock]) -> list[Any]:
-        """The batcher's executor: on the least busy replica, another if its device is lost."""
-        return await self._on_replica(lambda r: self._batch_on(r, blocks))
-
-    async def _batch_on(self, replica: GraphReplica, blocks: Sequence[QueryBlock]) -> list[Any]:
-        """One query alone, or one multi-source traversal of every block's queries."""
-        first_block = blocks[0]
-        first = first_block.queries[0]
-        if len(blocks) == 1 and first_block.lanes == 1 and first.readback != "targets":
-            # A lone query: the single-source, direction-optimizing traversal.
-            max_level = first.k if first.kind == "khop" and first.k is not None else UNLIMITED
-            if first.kind == "reach" or first.readback == "counts":
-                count = await self._count_on(replica, first.source, max_level)
-                return [np.array([count], np.int32) if first_block.rows else count]
-            levels = await self._levels_on(replica, first.source, max_level)
-            return [levels[None, :] if first_block.rows else await self._shape(first, levels)]
-        queries = [q for block in blocks for q in block.queries]
-        n = self._graph.num_vertices
-        # One group per batch, so the chunks are consecutive runs of the queries in order.
-        chunk_rows = await traverse_many(replica, self._counters, n, queries)
-        rows = chunk_rows[0] if len(chunk_rows) == 1 else np.concatenate(chunk_rows)
-        results: list[Any] = []
-        for block, part in zip(blocks, split_rows(blocks, rows), strict=True):
-            results.append(part if block.rows else await self._shape(block.queries[0], part[0]))
-        return results
-
-    async def _shape(self, query: TraversalQuery, row: np.ndarray) -> Any:
-        if query.kind == "reach":
-            return int(row)
-        if query.kind == "khop":
-            return await anyio.to_thread.run_sync(_reached_vertices, row)
-        return row
 
     def stats(self) -> SessionStats:
         """What this session uploaded once and what its runs avoided, from telemetry."""

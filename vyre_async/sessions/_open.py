@@ -12,8 +12,9 @@ from collections.abc import Sequence
 from ..algorithms.egraph import EGraphSource
 from ..backends import Backend, DeviceGroup
 from ..graphs import CsrGraph
+from ._batched import BatchingConfig
 from ._egraph_session import EGraphSession
-from ._graph_session import BatchingConfig, ResidentGraphSession
+from ._graph_session import ResidentGraphSession
 
 
 def resident_graph(
