@@ -25,11 +25,8 @@ Flush policy, checked whenever a request arrives or leaves, or a batch finishes:
 from __future__ import annotations
 
 import copy
-import enum
-import heapq
 import itertools
 import math
-from collections import deque
 from collections.abc import Awaitable, Callable, Hashable, Sequence
 from typing import Generic, TypeVar, cast
 
@@ -38,161 +35,11 @@ from anyio.abc import TaskGroup, TaskStatus
 
 from .._lifecycle import Lifecycle, LifecycleState
 from ..errors import DispatchError, LifecycleError, QueueFullError, ValidationError, VyreError
+from ._queue import AdmissionGate, Group, Phase, Ticket
 from ._stats import BatchCounters, BatcherStats
 
 Req = TypeVar("Req")
 Res = TypeVar("Res")
-
-
-class _Phase(enum.Enum):
-    QUEUED = "queued"
-    RUNNING = "running"
-    FINISHED = "finished"
-    WITHDRAWN = "withdrawn"  # its caller stopped waiting: timed out or cancelled
-
-
-class _Ticket(Generic[Req, Res]):
-    """One submitted request and, once its batch finished, its outcome."""
-
-    __slots__ = (
-        "done",
-        "enqueued_at",
-        "error",
-        "key",
-        "lanes",
-        "phase",
-        "priority",
-        "request",
-        "result",
-        "seq",
-    )
-
-    def __init__(
-        self, request: Req, lanes: int, priority: int, key: Hashable, seq: int, now: float
-    ) -> None:
-        self.request = request
-        self.lanes = lanes
-        self.priority = priority
-        self.key = key
-        self.seq = seq
-        self.enqueued_at = now
-        self.phase = _Phase.QUEUED
-        self.result: tuple[Res] | None = None
-        self.error: BaseException | None = None
-        self.done = anyio.Event()
-
-    def finish(self, result: tuple[Res] | None, error: BaseException | None) -> None:
-        """Hand the outcome to the waiter, unless it already stopped waiting."""
-        if self.phase is _Phase.RUNNING or self.phase is _Phase.QUEUED:
-            self.result, self.error = result, error
-            self.phase = _Phase.FINISHED
-            self.done.set()
-
-
-class _Group(Generic[Req, Res]):
-    """The queued requests of one group key, in arrival and in priority order.
-
-    Removal is lazy in the heap (an entry is dropped when it reaches the top); the
-    heap is rebuilt when dead entries outnumber live ones, so it stays bounded by
-    about twice the queue size.
-    """
-
-    __slots__ = ("_heap", "arrivals", "lanes")
-
-    def __init__(self) -> None:
-        # Insertion-ordered by seq, so the first value is the oldest request.
-        self.arrivals: dict[int, _Ticket[Req, Res]] = {}
-        self._heap: list[tuple[int, int, _Ticket[Req, Res]]] = []
-        self.lanes = 0
-
-    def push(self, ticket: _Ticket[Req, Res]) -> None:
-        self.arrivals[ticket.seq] = ticket
-        heapq.heappush(self._heap, (-ticket.priority, ticket.seq, ticket))
-        self.lanes += ticket.lanes
-
-    def remove(self, ticket: _Ticket[Req, Res]) -> None:
-        del self.arrivals[ticket.seq]
-        self.lanes -= ticket.lanes
-        if len(self._heap) > 2 * len(self.arrivals) + 32:
-            self._heap = [(-t.priority, t.seq, t) for t in self.arrivals.values()]
-            heapq.heapify(self._heap)
-
-    def oldest(self) -> _Ticket[Req, Res]:
-        return next(iter(self.arrivals.values()))
-
-    def top(self) -> _Ticket[Req, Res]:
-        while self._heap[0][1] not in self.arrivals:
-            heapq.heappop(self._heap)
-        return self._heap[0][2]
-
-    def pop_batch(self, max_lanes: int) -> list[_Ticket[Req, Res]]:
-        batch: list[_Ticket[Req, Res]] = []
-        room = max_lanes
-        while self.arrivals and self.top().lanes <= room:
-            ticket = heapq.heappop(self._heap)[2]
-            del self.arrivals[ticket.seq]
-            self.lanes -= ticket.lanes
-            room -= ticket.lanes
-            batch.append(ticket)
-        return batch
-
-
-class _Waiter:
-    __slots__ = ("event", "granted")
-
-    def __init__(self) -> None:
-        self.event = anyio.Event()
-        self.granted = False
-
-
-class _AdmissionGate:
-    """Room in the bounded queue, handed to blocked submitters in FIFO order.
-
-    Unlike a semaphore it can wake every blocked submitter at once when the batcher
-    closes, so none of them waits for room that will never matter.
-    """
-
-    def __init__(self, size: int) -> None:
-        self._free = size
-        self._waiters: deque[_Waiter] = deque()
-        self._closed = False
-
-    def try_enter(self) -> bool:
-        if self._closed or self._free == 0 or self._waiters:
-            return False
-        self._free -= 1
-        return True
-
-    async def enter(self) -> bool:
-        """Wait for room; ``False`` when the gate closed first."""
-        if self.try_enter():
-            return True
-        if self._closed:
-            return False
-        waiter = _Waiter()
-        self._waiters.append(waiter)
-        try:
-            await waiter.event.wait()
-        except BaseException:
-            if waiter.granted:  # room was handed over just as we were cancelled: pass it on
-                self.leave()
-            elif not waiter.event.is_set():
-                self._waiters.remove(waiter)
-            raise
-        return waiter.granted
-
-    def leave(self) -> None:
-        if self._waiters:
-            waiter = self._waiters.popleft()
-            waiter.granted = True
-            waiter.event.set()
-        else:
-            self._free += 1
-
-    def close(self) -> None:
-        self._closed = True
-        while self._waiters:
-            self._waiters.popleft().event.set()
 
 
 def _one_lane(_: object) -> int:
@@ -273,11 +120,11 @@ class DynamicBatcher(Lifecycle, Generic[Req, Res]):
         self._name = name
         self._counters = BatchCounters(stats_window)
         self._noun = name
-        self._groups: dict[Hashable, _Group[Req, Res]] = {}
+        self._groups: dict[Hashable, Group[Req, Res]] = {}
         self._queued = 0
         self._in_flight = 0
         self._seq = itertools.count()
-        self._gate = _AdmissionGate(queue_size)
+        self._gate = AdmissionGate(queue_size)
         self._wakeup = anyio.Event()
         self._stopped = anyio.Event()
 
@@ -406,7 +253,7 @@ class DynamicBatcher(Lifecycle, Generic[Req, Res]):
         key: Hashable,
         deadline: float,
         timeout_s: float | None,
-    ) -> _Ticket[Req, Res]:
+    ) -> Ticket[Req, Res]:
         if self._reject_when_full:
             if not self._gate.try_enter():
                 self._counters.rejected += 1
@@ -433,22 +280,22 @@ class DynamicBatcher(Lifecycle, Generic[Req, Res]):
             )
         return self._enqueue(request, lanes, priority, key)
 
-    def _enqueue(self, request: Req, lanes: int, priority: int, key: Hashable) -> _Ticket[Req, Res]:
-        ticket: _Ticket[Req, Res] = _Ticket(
+    def _enqueue(self, request: Req, lanes: int, priority: int, key: Hashable) -> Ticket[Req, Res]:
+        ticket: Ticket[Req, Res] = Ticket(
             request, lanes, priority, key, next(self._seq), anyio.current_time()
         )
-        self._groups.setdefault(key, _Group()).push(ticket)
+        self._groups.setdefault(key, Group()).push(ticket)
         self._queued += 1
         self._wakeup.set()
         return ticket
 
     async def _outcome(
-        self, ticket: _Ticket[Req, Res], deadline: float, timeout_s: float | None
+        self, ticket: Ticket[Req, Res], deadline: float, timeout_s: float | None
     ) -> Res:
         try:
             with anyio.move_on_at(deadline):
                 await ticket.done.wait()
-            if ticket.phase is _Phase.QUEUED:
+            if ticket.phase is Phase.QUEUED:
                 self._withdraw(ticket)
                 self._counters.timed_out += 1
                 raise DispatchError(
@@ -461,21 +308,21 @@ class DynamicBatcher(Lifecycle, Generic[Req, Res]):
             # is on the device and its result is worth more than an early error.
             await ticket.done.wait()
         finally:
-            if ticket.phase is not _Phase.FINISHED:
+            if ticket.phase is not Phase.FINISHED:
                 self._withdraw(ticket)
         if ticket.error is not None:
             self._counters.failed += 1
             raise ticket.error
         return cast("tuple[Res]", ticket.result)[0]  # FINISHED without an error has one
 
-    def _withdraw(self, ticket: _Ticket[Req, Res]) -> None:
+    def _withdraw(self, ticket: Ticket[Req, Res]) -> None:
         """Take a request whose caller stopped waiting out of the queue, or out of its batch."""
-        if ticket.phase is _Phase.QUEUED:
+        if ticket.phase is Phase.QUEUED:
             self._unqueue(ticket)
             self._wakeup.set()  # a draining batcher may now be empty
-        ticket.phase = _Phase.WITHDRAWN
+        ticket.phase = Phase.WITHDRAWN
 
-    def _unqueue(self, ticket: _Ticket[Req, Res]) -> None:
+    def _unqueue(self, ticket: Ticket[Req, Res]) -> None:
         group = self._groups[ticket.key]
         group.remove(ticket)
         if not group.arrivals:
@@ -525,7 +372,7 @@ class DynamicBatcher(Lifecycle, Generic[Req, Res]):
             with anyio.move_on_at(wake_at):
                 await self._wakeup.wait()
 
-    def _take_batch(self, now: float, flush_all: bool) -> list[_Ticket[Req, Res]]:
+    def _take_batch(self, now: float, flush_all: bool) -> list[Ticket[Req, Res]]:
         best: tuple[int, int, Hashable] | None = None
         for key, group in self._groups.items():
             oldest = group.oldest()
@@ -544,13 +391,13 @@ class DynamicBatcher(Lifecycle, Generic[Req, Res]):
         if not group.arrivals:
             del self._groups[best[2]]
         for ticket in batch:
-            ticket.phase = _Phase.RUNNING
+            ticket.phase = Phase.RUNNING
             self._counters.record_wait(now - ticket.enqueued_at)
             self._gate.leave()
         self._queued -= len(batch)
         return batch
 
-    async def _execute(self, batch: list[_Ticket[Req, Res]]) -> None:
+    async def _execute(self, batch: list[Ticket[Req, Res]]) -> None:
         lanes = sum(t.lanes for t in batch)
         failure: Exception | None = None
         try:
