@@ -3,7 +3,7 @@
 A read into a fresh host array pays for fresh memory: the kernel's zeroing of every
 page on first touch, and the driver's staged copy into pageable memory. For a 16 MiB
 BFS levels array on an H200 host that was the difference between a fresh array
-(2.7-4.0 ms per BFS) and a reused page-locked one (1.4-1.6 ms; runs 48-50).
+(2.7-4.0 ms per BFS) and a reused page-locked one (1.4-1.6 ms).
 
 :class:`ResultBlocks` lends arrays over blocks it keeps. The array a read returns
 is an ordinary writable ndarray, but its memory belongs to a lease object (its

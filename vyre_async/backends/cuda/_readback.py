@@ -13,8 +13,9 @@ about the longer of the transfer and the host copy, and the loop only dispatches
 Pieces of 2 MiB land every ~40 µs on a PCIe 5 link, so the completion watcher stays
 in its spinning phase for the whole read instead of sleeping through the end of it.
 
-Since run 39 this path serves reads over 32 MiB only: from 2 to 32 MiB the driver's
-own pageable copy was faster (``CudaBackend._read_pageable``), above it slower.
+This path serves reads over 32 MiB only: from 2 to 32 MiB the driver's own pageable
+copy is faster (``CudaBackend._read_pageable``, measured by ``bench/readback_sweep.py``),
+above it slower.
 """
 
 from __future__ import annotations

@@ -181,8 +181,8 @@ class CudaReads(CudaBase):
         first read (before it is page-locked).
 
         The driver stages pageable copies itself, and from 2 to 32 MiB that beat our
-        pieces through page-locked staging by 1.1-2x on an H200 (run 39,
-        bench/readback_sweep.py); at 64 MiB it took twice as long, so larger reads
+        pieces through page-locked staging by 1.1-2x on an H200
+        (bench/readback_sweep.py); at 64 MiB it took twice as long, so larger reads
         keep the pieces. The arrays are allocated (and first touched) in the thread
         too (or the one plan goes straight ``into`` a caller's array). A cancelled
         read returns once the thread is done: nothing outlives it.
