@@ -10,11 +10,13 @@ all keep their state in a :class:`LifecycleState` through :class:`Lifecycle`.
 from __future__ import annotations
 
 import enum
+from abc import abstractmethod
+from types import TracebackType
 from typing import ClassVar
 
 from .errors import LifecycleError
 
-__all__ = ["Lifecycle", "LifecycleState"]
+__all__ = ["AsyncLifecycle", "Lifecycle", "LifecycleState"]
 
 
 class LifecycleState(enum.Enum):
@@ -78,3 +80,23 @@ class Lifecycle:
         """
         if self._state is not LifecycleState.OPEN:
             raise LifecycleError(f"this {self._noun} is {self._state.value}", fix=self._use_fix)
+
+
+class AsyncLifecycle(Lifecycle):
+    """A :class:`Lifecycle` used with ``async with``: leaving the block closes it.
+
+    Subclasses open in ``__aenter__`` (calling :meth:`_enter_open` first) and free
+    everything in :meth:`aclose`, which must be idempotent and finish when cancelled.
+    """
+
+    @abstractmethod
+    async def aclose(self) -> None:
+        """Release everything the object holds (a no-op once closed)."""
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()

@@ -11,13 +11,12 @@ from __future__ import annotations
 import contextlib
 from abc import abstractmethod
 from collections.abc import Coroutine, Mapping
-from types import TracebackType
 from typing import Any, Literal, Self, TypeVar
 
 import anyio
 import numpy as np
 
-from .._lifecycle import Lifecycle, LifecycleState
+from .._lifecycle import AsyncLifecycle, LifecycleState
 from ..errors import LifecycleError, VyreError
 from ..kernels import BoundCall, Kernel
 from ..logging import get_logger
@@ -38,7 +37,7 @@ OutputPlace = Literal["host", "device"]
 CLOSE_DEADLINE_S = 30.0
 
 
-class BackendCore(Sequencing[S], Lifecycle):
+class BackendCore(Sequencing[S], AsyncLifecycle):
     """Shared implementation behind :class:`Backend`; ``S`` is the storage type."""
 
     kind: str = "abstract"
@@ -84,15 +83,6 @@ class BackendCore(Sequencing[S], Lifecycle):
         self._log = self._log.bind(backend=self.kind, device=self.device_name)
         self._log.info("backend opened")
         return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> bool | None:
-        await self.aclose()
-        return None
 
     async def aclose(self) -> None:
         """Refuse new work, wait for unfinished work, free everything. Idempotent."""

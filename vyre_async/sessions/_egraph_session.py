@@ -9,13 +9,12 @@ is :mod:`vyre_async.algorithms.egraph`'s; the session keeps its buffers and orde
 
 from __future__ import annotations
 
-from types import TracebackType
 from typing import Self
 
 import anyio
 import numpy as np
 
-from .._lifecycle import Lifecycle, LifecycleState
+from .._lifecycle import AsyncLifecycle, LifecycleState
 from ..algorithms.egraph import (
     MAX_ROUNDS_LIMIT,
     BorrowedEGraphUploadPlan,
@@ -36,7 +35,7 @@ from ..backends import Backend, ResidentBuffer, SequenceStep
 from ..errors import ConfigurationError, LifecycleError
 
 
-class EGraphSession(Lifecycle):
+class EGraphSession(AsyncLifecycle):
     """An e-graph image resident on one backend, canonicalized by structural equivalence.
 
     Args:
@@ -97,14 +96,6 @@ class EGraphSession(Lifecycle):
             await self.aclose()
             raise
         return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     async def aclose(self) -> None:
         """Free the image and the scratch buffers. Idempotent; runs even when cancelled."""

@@ -15,13 +15,12 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
-from types import TracebackType
 from typing import Any, Literal, Self
 
 import anyio
 import numpy as np
 
-from .._lifecycle import Lifecycle, LifecycleState
+from .._lifecycle import AsyncLifecycle, LifecycleState
 from ..algorithms import bfs
 from ..algorithms.pagerank import shares_order
 from ..backends import Backend, DeviceGroup, check_out, is_foreign
@@ -46,7 +45,7 @@ from ._stats import RunCounters, SessionStats
 __all__ = ["DEFAULT_QUERY_BUDGET", "BatchingConfig", "ResidentGraphSession"]
 
 
-class ResidentGraphSession(BatchedQueries, Lifecycle):
+class ResidentGraphSession(BatchedQueries, AsyncLifecycle):
     """A graph resident on one device or a group's, analysed again and again without re-uploading.
 
     Made by :func:`vyre_async.resident_graph` (an async context manager); every method
@@ -108,14 +107,6 @@ class ResidentGraphSession(BatchedQueries, Lifecycle):
             await self.aclose()
             raise
         return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     async def aclose(self) -> None:
         """Free the graph and every scratch buffer. Idempotent; runs even when cancelled."""
