@@ -7,13 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ..backends import (
-    Backend,
-    PreparedSequence,
-    ReadRange,
-    ResidentBuffer,
-    SequenceStep,
-)
+from ..backends import Backend, PreparedSequence, ReadRange, ResidentBuffer, SequenceStep
 
 #: Repeats per submission at first; doubles up to the cap. A repeat that finds the
 #: work done costs a few empty launches on the device and nothing on the host, so the

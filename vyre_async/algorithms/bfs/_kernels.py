@@ -19,14 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...kernels import (
-    BufferParam,
-    Kernel,
-    ScalarParam,
-    at_least_one_block,
-    grid_stride,
-    one_thread,
-)
+from ...kernels import BufferParam, Kernel, ScalarParam, at_least_one_block, grid_stride, one_thread
 from .._cuda_files import cuda_file
 from ._reference import (
     bfs_advance_reference,
@@ -34,10 +27,7 @@ from ._reference import (
     bfs_init_reference,
     bfs_top_down_reference,
 )
-from ._state import (
-    _BLOCK,
-    STATE_WORDS,
-)
+from ._state import _BLOCK, STATE_WORDS
 
 #: The package whose .cu files hold these kernels' CUDA C.
 _PACKAGE = __name__.rpartition(".")[0]

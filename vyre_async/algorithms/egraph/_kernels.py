@@ -20,14 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...kernels import (
-    BufferParam,
-    Kernel,
-    ScalarParam,
-    at_least_one_block,
-    grid_stride,
-    one_thread,
-)
+from ...kernels import BufferParam, Kernel, ScalarParam, at_least_one_block, grid_stride, one_thread
 from .._cuda_files import cuda_file
 from . import _reference as ref
 from ._state import STATE_WORDS

@@ -40,14 +40,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...kernels import (
-    BufferParam,
-    Kernel,
-    ScalarParam,
-    at_least_one_block,
-    grid_stride,
-    one_thread,
-)
+from ...kernels import BufferParam, Kernel, ScalarParam, at_least_one_block, grid_stride, one_thread
 from .._cuda_files import cuda_file
 from ._reference import (
     pr_check_reference,
@@ -57,9 +50,7 @@ from ._reference import (
     pr_renumber_reference,
     pr_update_reference,
 )
-from ._state import (
-    STATE_WORDS,
-)
+from ._state import STATE_WORDS
 
 #: The package whose .cu files hold these kernels' CUDA C.
 _PACKAGE = __name__.rpartition(".")[0]

@@ -17,13 +17,7 @@ import numpy as np
 
 from ...backends import Backend, ResidentBuffer, SequenceStep
 from .._repeat import run_until_done
-from ._kernels import (
-    pr_check,
-    pr_dangling,
-    pr_gather,
-    pr_init,
-    pr_update,
-)
+from ._kernels import pr_check, pr_dangling, pr_gather, pr_init, pr_update
 from ._state import STATE_DONE, STATE_ITERATIONS
 
 

@@ -10,8 +10,7 @@ blocking the loop. The backend itself is assembled from one mixin per job in
 
 from __future__ import annotations
 
-from abc import abstractmethod
-from collections.abc import Callable, Coroutine, Mapping
+from collections.abc import Callable
 from typing import Any
 
 import anyio
@@ -29,28 +28,19 @@ from ...cuda import (
     StreamPool,
     check,
 )
-from ...errors import (
-    DeviceLostError,
-    LifecycleError,
-    VyreError,
-)
-from ...kernels import BoundCall, Kernel
-from ...streams import Completion, CompletionWatcher, Lane, PendingDispatch
+from ...errors import DeviceLostError, LifecycleError, VyreError
+from ...kernels import Kernel
+from ...streams import Completion, CompletionWatcher, Lane
 from .._checks import wait_quietly
-from .._config import DispatchConfig
 from .._core import BackendCore
-from .._interop import Borrowed
-from .._resident import ResidentBuffer
-from ._bound import (
-    BoundLaunch,
-    Staging,
-)
+from ._bound import BoundLaunch
 from ._export import CudaExporter
 from ._graphs import BodyGraphs, StepPlans
-from ._host_results import HostBlock, ResultBlocks
-from ._launch import KernelCache, LoadedKernel
+from ._host_results import ResultBlocks
+from ._launch import KernelCache
+from ._parts import CudaParts
 from ._readback import COPY_THREADS
-from ._work import DispatchWork, Work
+from ._work import Work
 
 #: Streams work is spread over, round robin (dependent work follows its dependency).
 STREAMS = 4
@@ -75,7 +65,7 @@ class Slab:
         self.members = members
 
 
-class CudaBase(BackendCore[DeviceAllocation]):
+class CudaBase(BackendCore[DeviceAllocation], CudaParts):
     """What every part of the CUDA backend holds and shares (see the module docstring).
 
     Args:
@@ -300,99 +290,3 @@ class CudaBase(BackendCore[DeviceAllocation]):
             await anyio.to_thread.run_sync(np.copyto, target, source, limiter=self._copy_limiter)
         else:
             np.copyto(target, source)
-
-    # ----------------------------------------------------------------- the mixins' parts
-    # What one mixin calls of another; each is implemented in the module named.
-    # _borrowing.py
-    @abstractmethod
-    def _bind_borrowed(
-        self, launch: BoundLaunch, work: Work, inputs: Mapping[str, Any], stream: Any
-    ) -> None: ...
-
-    @abstractmethod
-    def _borrow(self, value: Any, name: str, stream: Any) -> Borrowed: ...
-
-    @abstractmethod
-    async def _copy_device(
-        self, address: int, borrowed: Borrowed, *, into_borrowed: bool
-    ) -> None: ...
-
-    # _dispatch.py
-    @abstractmethod
-    async def _await_unrecorded(
-        self, work: Work, waits: list[Completion], staging: Staging | None
-    ) -> None: ...
-
-    @abstractmethod
-    def _enqueue_dispatch(
-        self,
-        launch: BoundLaunch,
-        work: DispatchWork,
-        inputs: Mapping[str, Any],
-        waits: list[Completion],
-        times: int,
-        timing: bool,
-        staging: Staging | None,
-    ) -> None: ...
-
-    # _launches.py
-    @abstractmethod
-    async def _bound_launch(
-        self,
-        kernel: Kernel,
-        inputs: Mapping[str, Any],
-        scalars: Mapping[str, Any],
-        *,
-        cache: bool = True,
-    ) -> BoundLaunch: ...
-
-    @abstractmethod
-    def _new_launch(
-        self, call: BoundCall[Any], loaded: LoadedKernel, scalars: Mapping[str, Any]
-    ) -> BoundLaunch: ...
-
-    @abstractmethod
-    def _remember(self, key: tuple[Any, ...], launch: BoundLaunch) -> None: ...
-
-    # _reads.py
-    @abstractmethod
-    def _unregister(self, block: HostBlock) -> None: ...
-
-    # _sequences.py
-    @abstractmethod
-    def _release_read_block(self, block: PinnedBuffer) -> None: ...
-
-    # _stage.py
-    @abstractmethod
-    def _free_spares(self, launch: BoundLaunch) -> None: ...
-
-    @abstractmethod
-    def _stage(self, launch: BoundLaunch, inputs: Mapping[str, Any]) -> Staging: ...
-
-    @abstractmethod
-    async def _stage_in_thread(self, launch: BoundLaunch, inputs: Mapping[str, Any]) -> Staging: ...
-
-    @abstractmethod
-    def _give_back_staging(self, launch: BoundLaunch, staging: Staging) -> None: ...
-
-    @abstractmethod
-    def _free_staging(self, staging: Staging) -> None: ...
-
-    # _storage.py
-    @abstractmethod
-    def _pointer_of(self, buffer: ResidentBuffer) -> int: ...
-
-    # _submit.py
-    @abstractmethod
-    def _copy_out_outputs(self, work: Work) -> Any: ...
-
-    @abstractmethod
-    async def _guarded(self, fn: Callable[[], Coroutine[Any, Any, None]], work: Work) -> None: ...
-
-    @abstractmethod
-    def _pending(
-        self, work: Work, config: DispatchConfig, label: str, start: int
-    ) -> PendingDispatch[Any]: ...
-
-    @abstractmethod
-    def _task_group_or_raise(self) -> anyio.abc.TaskGroup: ...

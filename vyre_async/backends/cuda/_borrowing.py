@@ -12,18 +12,11 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import (
-    ValidationError,
-)
+from ...errors import ValidationError
 from .._interop import Borrowed, borrow, host_view, is_foreign
 from ._base import CudaBase
-from ._bound import (
-    BoundLaunch,
-)
-from ._work import (
-    Work,
-    let_go,
-)
+from ._bound import BoundLaunch
+from ._work import Work, let_go
 
 
 class CudaBorrowing(CudaBase):

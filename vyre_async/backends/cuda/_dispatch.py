@@ -15,9 +15,7 @@ from typing import Any
 import anyio
 import numpy as np
 
-from ...errors import (
-    DispatchError,
-)
+from ...errors import DispatchError
 from ...kernels import Kernel
 from ...streams import Completion
 from .._checks import check_place, wait_quietly
@@ -26,16 +24,8 @@ from .._core import OutputPlace, Outputs
 from .._prepared_dispatch import PreparedDispatch
 from .._resident import ResidentBuffer
 from ._base import INLINE_COPY_BYTES, OPEN, STREAMS, CudaBase
-from ._bound import (
-    BoundLaunch,
-    Staging,
-)
-from ._work import (
-    NO_WAITS,
-    DispatchWork,
-    Work,
-    unrecorded,
-)
+from ._bound import BoundLaunch, Staging
+from ._work import NO_WAITS, DispatchWork, Work, unrecorded
 
 
 class CudaDispatch(CudaBase):

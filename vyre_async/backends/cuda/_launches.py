@@ -13,22 +13,14 @@ from typing import Any
 
 import numpy as np
 
-from ...errors import (
-    DispatchError,
-    ValidationError,
-)
+from ...errors import DispatchError, ValidationError
 from ...kernels import BoundCall, Kernel
 from .._interop import Borrowed, host_view, is_foreign
 from .._resident import ResidentBuffer
 from ._base import LAUNCH_CACHE_SIZE, CudaBase
-from ._bound import (
-    BoundLaunch,
-    launch_key,
-)
+from ._bound import BoundLaunch, launch_key
 from ._launch import LoadedKernel
-from ._work import (
-    let_go,
-)
+from ._work import let_go
 
 
 class CudaLaunches(CudaBase):

@@ -11,16 +11,8 @@ from __future__ import annotations
 
 import anyio
 
-from ...cuda import (
-    CudaDevice,
-    DeviceMemoryPool,
-    EventPool,
-    PinnedHostPool,
-    StreamPool,
-)
-from ...errors import (
-    VyreError,
-)
+from ...cuda import CudaDevice, DeviceMemoryPool, EventPool, PinnedHostPool, StreamPool
+from ...errors import VyreError
 from ...kernels import builtin_kernels
 from ...streams import CompletionWatcher
 from ._base import STREAMS, CudaBase

@@ -17,10 +17,7 @@ from typing import Any
 import anyio
 import numpy as np
 
-from ...errors import (
-    DispatchError,
-    OutOfMemoryError,
-)
+from ...errors import DispatchError, OutOfMemoryError
 from ...streams import Completion
 from .._checks import wait_quietly
 from .._interop import Borrowed
@@ -29,10 +26,7 @@ from ._base import INLINE_COPY_BYTES, CudaBase
 from ._host_results import HostBlock
 from ._readback import copy_out_pieces, plan_read_pieces
 from ._staging import COPY_PAD
-from ._work import (
-    keep_alive,
-    once,
-)
+from ._work import keep_alive, once
 
 #: Reads into fresh arrays between these sizes use the driver's pageable copy.
 PAGEABLE_READ_MIN_BYTES = 2 << 20

@@ -13,13 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from ...cuda import (
-    PinnedBuffer,
-    bucket_capacity,
-)
-from ...errors import (
-    DispatchError,
-)
+from ...cuda import PinnedBuffer, bucket_capacity
+from ...errors import DispatchError
 from ...kernels import BoundCall
 from ...logging import tracing_enabled
 from ...streams import Completion, PendingDispatch
@@ -30,9 +25,7 @@ from .._resident import ResidentBuffer
 from ._base import CudaBase
 from ._launch import LoadedKernel
 from ._sequence_plan import SequencePlan
-from ._work import (
-    SequenceWork,
-)
+from ._work import SequenceWork
 
 #: Sequence reads up to this size (a traversal's state words) use kept blocks...
 SMALL_READ_BYTES = 4096

@@ -14,12 +14,7 @@ import anyio
 import numpy as np
 
 from ._base import OPEN, CudaBase
-from ._bound import (
-    SPARE_STAGING,
-    SPARE_STAGING_MAX_BYTES,
-    BoundLaunch,
-    Staging,
-)
+from ._bound import SPARE_STAGING, SPARE_STAGING_MAX_BYTES, BoundLaunch, Staging
 
 
 class CudaStaging(CudaBase):

@@ -14,21 +14,13 @@ from typing import Any
 
 import numpy as np
 
-from ...cuda import (
-    DeviceAllocation,
-    PinnedBuffer,
-    call,
-)
-from ...errors import (
-    VyreError,
-)
+from ...cuda import DeviceAllocation, PinnedBuffer, call
+from ...errors import VyreError
 from .._interop import Borrowed
 from .._resident import ResidentBuffer, slab_layout
 from ._base import INLINE_COPY_BYTES, CudaBase, Slab
 from ._staging import COPY_PAD
-from ._work import (
-    keep_alive,
-)
+from ._work import keep_alive
 
 
 def _padded(nbytes: int) -> int:

@@ -15,10 +15,7 @@ from typing import Any
 import anyio
 import numpy as np
 
-from ...errors import (
-    DispatchError,
-    VyreError,
-)
+from ...errors import DispatchError, VyreError
 from ...kernels import BoundCall, Kernel
 from ...logging import tracing_enabled
 from ...streams import Completion, PendingDispatch
@@ -27,18 +24,8 @@ from .._config import DispatchConfig
 from .._core import Outputs
 from .._resident import ResidentBuffer
 from ._base import INLINE_COPY_BYTES, CudaBase
-from ._bound import (
-    BoundLaunch,
-    launch_key,
-)
-from ._work import (
-    NO_WAITS,
-    DispatchWork,
-    SequenceWork,
-    Work,
-    snapshot_inputs,
-    unrecorded,
-)
+from ._bound import BoundLaunch, launch_key
+from ._work import NO_WAITS, DispatchWork, SequenceWork, Work, snapshot_inputs, unrecorded
 
 
 class CudaSubmit(CudaBase):
