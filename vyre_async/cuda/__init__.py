@@ -19,6 +19,7 @@ from ._driver import CUDA_SUCCESS as CUDA_SUCCESS
 from ._driver import call as call
 from ._driver import check as check
 from ._driver import error_for as error_for
+from ._driver import event_query_failure as event_query_failure
 from ._driver import is_sticky as is_sticky
 from ._driver import load_driver as load_driver
 from ._handles import EventPool as EventPool
@@ -45,6 +46,7 @@ __all__ = [
     "call",
     "check",
     "error_for",
+    "event_query_failure",
     "is_sticky",
     "load_driver",
 ]

@@ -194,6 +194,16 @@ def error_for(result: int, call_name: str) -> VyreError:
     return DispatchError(what, fix=_FIXES.get(code, _DEFAULT_FIX))
 
 
+def event_query_failure(result: int) -> tuple[VyreError, bool]:
+    """What a failed ``cuEventQuery`` means: the work's error, and whether it is sticky.
+
+    The completion watcher's ``failure`` mapping (see
+    :class:`vyre_async.streams.CompletionWatcher`): a sticky result loses the device,
+    and every piece of work on it fails.
+    """
+    return error_for(result, "cuEventQuery"), is_sticky(result)
+
+
 def check(returned: Any, call_name: str) -> Any:
     """Raise for a failed result, else return what the call produced.
 

@@ -9,16 +9,60 @@ copies out results nobody collected yet, and frees every handle in a worker thre
 
 from __future__ import annotations
 
+from typing import Any
+
 import anyio
 
-from ...cuda import CudaDevice, DeviceMemoryPool, EventPool, PinnedHostPool, StreamPool
-from ...errors import VyreError
+from ...cuda import (
+    CudaDevice,
+    DeviceMemoryPool,
+    EventPool,
+    PinnedHostPool,
+    StreamPool,
+    check,
+    event_query_failure,
+)
+from ...errors import DeviceLostError, VyreError
 from ...kernels import builtin_kernels
-from ...streams import CompletionWatcher
+from ...streams import FOLLOW_SPIN_S, CompletionWatcher
 from ._base import STREAMS, CudaBase
 from ._export import CudaExporter
 from ._graphs import BodyGraphs
 from ._launch import KernelCache
+
+
+def watcher_for(device: CudaDevice, **options: Any) -> CompletionWatcher:
+    """A completion watcher over ``cuEventQuery`` / ``cuEventRecord`` of ``device``.
+
+    ``options`` are passed on; ``acquire_event``/``release_event`` should come from
+    the backend's event pool, ``synchronize`` from its streams.
+    """
+    options.setdefault("few_spin_s", FOLLOW_SPIN_S)
+    driver = device.driver
+    query_event = driver.cuEventQuery
+    record_event = driver.cuEventRecord
+
+    def query(event: Any) -> int:
+        return int(query_event(event)[0])
+
+    def record(event: Any, stream: Any) -> None:
+        # The loop thread's context is current (on_start): no device.call detour.
+        returned = record_event(event, stream)
+        if returned[0]:
+            try:
+                check(returned, "cuEventRecord")
+            except DeviceLostError as exc:
+                device.health.mark_lost(exc)
+                raise
+
+    options.setdefault("record", record)
+    return CompletionWatcher(
+        query,
+        failure=event_query_failure,
+        health=device.health,
+        on_start=device.make_current,
+        **options,
+    )
 
 
 class CudaLifecycle(CudaBase):
@@ -38,7 +82,7 @@ class CudaLifecycle(CudaBase):
             self._kernels = KernelCache(device)
             self._graphs = BodyGraphs(device)
             driver = device.driver
-            self._watcher = CompletionWatcher.for_device(
+            self._watcher = watcher_for(
                 device,
                 acquire_event=self._events.acquire,
                 release_event=self._events.release,
