@@ -21,7 +21,7 @@ does that ahead of time).
 The backend is one class assembled from a mixin per job, each in its own module:
 opening and closing (:mod:`._lifecycle`), bound launches (:mod:`._launches`), the
 awaited dispatch path (:mod:`._dispatch`), ``submit`` (:mod:`._submit`), staging
-(:mod:`._stage`), sequences (:mod:`._sequences`), resident storage and writes
+(:mod:`._staging_pairs`), sequences (:mod:`._sequences`), resident storage and writes
 (:mod:`._storage`), reads (:mod:`._reads`) and borrowed arrays (:mod:`._borrowing`),
 over the shared state of :mod:`._base`.
 """
@@ -34,7 +34,7 @@ from ._launches import CudaLaunches
 from ._lifecycle import CudaLifecycle
 from ._reads import CudaReads
 from ._sequences import CudaSequences
-from ._stage import CudaStaging
+from ._staging_pairs import CudaStaging
 from ._storage import CudaStorage
 from ._submit import CudaSubmit
 

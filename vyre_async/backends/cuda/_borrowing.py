@@ -20,6 +20,8 @@ from ._work import Work, let_go
 
 
 class CudaBorrowing(CudaBase):
+    """Other libraries' device arrays borrowed in place, after their producer's stream."""
+
     def _source(self, value: Any, what: str) -> Any:
         """A host array, or another library's device array borrowed on lane 0."""
         if isinstance(value, np.ndarray):

@@ -29,6 +29,8 @@ from ._work import NO_WAITS, DispatchWork, Work, unrecorded
 
 
 class CudaDispatch(CudaBase):
+    """The awaited dispatch path: ``dispatch``, ``prepare`` and the enqueue they share."""
+
     def dispatch(
         self,
         kernel: Kernel,

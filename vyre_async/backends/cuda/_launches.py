@@ -24,6 +24,8 @@ from ._work import let_go
 
 
 class CudaLaunches(CudaBase):
+    """Bound launches: made on a kernel's first dispatch with given bindings, then looked up."""
+
     async def _bound_launch(
         self,
         kernel: Kernel,

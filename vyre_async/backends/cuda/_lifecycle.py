@@ -66,6 +66,8 @@ def watcher_for(device: CudaDevice, **options: Any) -> CompletionWatcher:
 
 
 class CudaLifecycle(CudaBase):
+    """Opening the device with its pools, streams and watcher, and closing it all again."""
+
     async def _open(self) -> None:
         # Opening loads libcuda and retains the context: blocking driver work.
         device = await anyio.to_thread.run_sync(CudaDevice.open, self._ordinal)

@@ -87,7 +87,7 @@ class CudaParts(ABC):
     @abstractmethod
     def _release_read_block(self, block: PinnedBuffer) -> None: ...
 
-    # _stage.py
+    # _staging_pairs.py
     @abstractmethod
     def _free_spares(self, launch: BoundLaunch) -> None: ...
 

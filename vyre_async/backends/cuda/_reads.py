@@ -41,6 +41,8 @@ def _driver_copies(nbytes: int) -> bool:
 
 
 class CudaReads(CudaBase):
+    """Resident reads back to the host, by the strategy that suits their size and target."""
+
     async def _read(self, plans: list[ReadPlan]) -> list[np.ndarray]:
         device = self._cuda()
         sizes = [count * buffer.dtype.itemsize for _, buffer, _, count in plans]

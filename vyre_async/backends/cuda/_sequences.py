@@ -35,6 +35,8 @@ _SMALL_READ_CAPACITY = bucket_capacity(SMALL_READ_BYTES)
 
 
 class CudaSequences(CudaBase):
+    """Prepared sequences: planned once, enqueued on one stream, read back in one block."""
+
     def _plan_of(self, prepared: PreparedSequence) -> SequencePlan:
         plan = prepared.backend_plan
         if not isinstance(plan, SequencePlan):

@@ -18,6 +18,8 @@ from ._bound import SPARE_STAGING, SPARE_STAGING_MAX_BYTES, BoundLaunch, Staging
 
 
 class CudaStaging(CudaBase):
+    """Staging pairs: taken for a dispatch's host inputs, kept per launch for the next one."""
+
     def _stage(self, launch: BoundLaunch, inputs: Mapping[str, Any]) -> Staging:
         """A staging pair holding this dispatch's host inputs (copied on the loop)."""
         staging = self._take_staging(launch)

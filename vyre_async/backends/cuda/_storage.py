@@ -28,6 +28,8 @@ def _padded(nbytes: int) -> int:
 
 
 class CudaStorage(CudaBase):
+    """Resident storage: stores, uploads in slabs, writes, and releasing blocks."""
+
     async def _to_pinned(self, data: np.ndarray) -> PinnedBuffer:
         pinned = self._pinned.acquire(max(_padded(data.nbytes), COPY_PAD))
         try:

@@ -29,6 +29,8 @@ from ._work import NO_WAITS, DispatchWork, SequenceWork, Work, snapshot_inputs, 
 
 
 class CudaSubmit(CudaBase):
+    """``submit``: enqueue now or from a task, and the pending dispatch that collects."""
+
     def submit(
         self,
         kernel: Kernel,
