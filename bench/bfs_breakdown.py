@@ -32,9 +32,9 @@ import anyio
 import numpy as np
 
 import vyre_async as va
+from vyre_async.algorithms import bfs as _bfs
 from vyre_async.backends import DispatchConfig, ReadRange, ResidentBuffer, SequenceStep
 from vyre_async.graphs import CsrGraph, rmat
-from vyre_async.kernels import _bfs
 
 TIMED = DispatchConfig(timing=True)
 PIECE = 2 << 20
@@ -137,7 +137,7 @@ async def gpu_part(
             "offsets": offsets,
             "indices": indices,
             "levels": await backend.alloc(4 * n, np.int32),
-            "state": await backend.alloc(4 * _bfs.STATE_WORDS, np.int32),
+            "state": await backend.alloc(4 * _bfs.BFS_STATE_WORDS, np.int32),
         }
         await levels_of_one_bfs(backend, buffers, sources[0])  # warm: kernels loaded
         for source in sources:
@@ -160,7 +160,7 @@ async def gpu_part(
         for buffer in buffers.values():
             await backend.free(buffer)
 
-        async with backend.resident_graph(graph) as session:
+        async with va.resident_graph(backend, graph) as session:
             await session.bfs(sources[0])
             await session.reach_count(sources[0])
             walls: dict[str, list[float]] = {"bfs": [], "reach_count": []}

@@ -14,8 +14,8 @@ import anyio
 import numpy as np
 
 import vyre_async as va
+from vyre_async.algorithms.pagerank import pr_check, pr_dangling, pr_gather, pr_init, pr_update
 from vyre_async.graphs import rmat
-from vyre_async.kernels import pr_check, pr_dangling, pr_gather, pr_init, pr_update
 
 SCALE = int(sys.argv[1]) if len(sys.argv) > 1 else 22
 
@@ -50,7 +50,7 @@ def cupy_pull(graph: va.graphs.CsrGraph) -> float:
 
 async def ours(graph: va.graphs.CsrGraph) -> None:
     """Device and enqueue time of single steps and of a 16-repeat body."""
-    async with va.open_backend("cuda") as backend, backend.resident_graph(graph) as session:
+    async with va.open_backend("cuda") as backend, va.resident_graph(backend, graph) as session:
         b = session._replicas[0].buffers  # a diagnostic reaches inside the session
         n = graph.num_vertices
         ra = await backend.alloc(4 * n, np.float32)

@@ -34,7 +34,7 @@ import vyre_async as va
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from egraph_references import congruence_closure
 
-from vyre_async.egraph import (
+from vyre_async.algorithms.egraph import (
     BorrowedEGraphUploadPlan,
     EGraphSnapshot,
     EGraphUploadPlan,
@@ -122,7 +122,7 @@ def same_partition(a: np.ndarray, b: np.ndarray) -> bool:
 async def canonicalize_on(backend: va.Backend, plan: EGraphUploadPlan, runs: int) -> dict[str, Any]:
     """Session upload, then ``runs`` canonicalizations; wall and device seconds each."""
     t0 = time.perf_counter()
-    async with backend.egraph_session(plan) as session:
+    async with va.egraph_session(backend, plan) as session:
         open_s = time.perf_counter() - t0
         walls, devices = [], []
         for _ in range(runs):
@@ -148,7 +148,7 @@ async def upload_bandwidth(
     times = []
     for _ in range(runs):
         t0 = time.perf_counter()
-        resident = await backend.upload_egraph(plan)
+        resident = await va.upload_egraph(backend, plan)
         times.append(time.perf_counter() - t0)
         await backend.free(resident.buffer)
     return plan.nbytes / statistics.median(times)

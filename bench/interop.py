@@ -71,7 +71,7 @@ async def run(scale: int) -> dict[str, Any]:
 
         graph = rmat(scale, 16, seed=1)
         hubs = np.argsort(graph.out_degree())[::-1][: ROUNDS + 1].tolist()
-        async with backend.resident_graph(graph) as session:
+        async with va.resident_graph(backend, graph) as session:
             levels = cp.empty(graph.num_vertices, cp.int32)
             first = await session.bfs(hubs[0])
             await session.bfs(hubs[0], out=levels)

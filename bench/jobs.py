@@ -52,7 +52,7 @@ async def direct(graph_file: Path, sources: list[int], backend: str) -> tuple[fl
     """``bfs_many`` end to end: (total seconds, bfs_many seconds, counts)."""
     t0 = time.perf_counter()
     graph = await anyio.to_thread.run_sync(va.graphs.load_npz, graph_file)
-    async with va.open_backend(backend) as b, b.resident_graph(graph) as session:  # type: ignore[arg-type]
+    async with va.open_backend(backend) as b, va.resident_graph(b, graph) as session:  # type: ignore[arg-type]
         t1 = time.perf_counter()
         counts = await session.bfs_many(sources, readback="counts")
         t2 = time.perf_counter()

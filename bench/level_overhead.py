@@ -193,7 +193,7 @@ async def main_async(scale: int, quick_only: bool = False) -> dict[str, Any]:
     candidates = np.flatnonzero(np.diff(graph.offsets) > 0)
     sources = [int(s) for s in rng.choice(candidates, RUNS, replace=False)]
     out: dict[str, Any] = {}
-    async with va.open_backend("cuda") as backend, backend.resident_graph(graph) as session:
+    async with va.open_backend("cuda") as backend, va.resident_graph(backend, graph) as session:
         info = backend.device_info
         out["device"] = {"name": info.name, "driver_version": info.driver_version}
         out["date"] = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")

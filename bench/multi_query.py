@@ -42,7 +42,7 @@ async def measure(graph: CsrGraph, seed: int, sequential_cap: int) -> list[dict[
     """Queries/s per batch size: batched, sequential, naive concurrent."""
     rng = np.random.default_rng(seed)
     rows = []
-    async with va.open_backend("cuda") as backend, backend.resident_graph(graph) as session:
+    async with va.open_backend("cuda") as backend, va.resident_graph(backend, graph) as session:
         await session.bfs_many([0, 1], readback="counts")  # warm kernels and scratch
         await session.reach_count(0)
         for batch in BATCHES:
@@ -96,7 +96,7 @@ async def open_loop(
     config = va.BatchingConfig() if batching else None
     async with (
         va.open_backend("cuda") as backend,
-        backend.resident_graph(graph, batching=config) as session,
+        va.resident_graph(backend, graph, batching=config) as session,
     ):
         await session.reach_count(0)
 
@@ -142,7 +142,7 @@ async def cpu_part(graph: CsrGraph) -> dict[str, float]:
     for s in sources:
         csgraph.breadth_first_order(matrix, s, directed=True, return_predecessors=False)
     scipy_s = time.perf_counter() - t0
-    async with va.open_backend("cpu") as backend, backend.resident_graph(graph) as session:
+    async with va.open_backend("cpu") as backend, va.resident_graph(backend, graph) as session:
         await session.bfs_many(sources[:2], readback="counts")
         t0 = time.perf_counter()
         await session.bfs_many(sources, readback="counts")

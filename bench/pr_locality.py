@@ -29,16 +29,17 @@ import subprocess
 import cupy as cp
 import numpy as np
 
+from vyre_async.algorithms.pagerank import pr_gather, pr_update
 from vyre_async.graphs import rmat
-from vyre_async.kernels import _pagerank, _warp, pr_update
+from vyre_async.kernels import load_cuda_source
 
 REPEATS = 15
 WARMUP = 3
 
 #: pr_gather before the 32-bit rewrite, for comparison in the same run.
 MERGE64_GATHER = (
-    _pagerank._PRELUDE
-    + _warp.WARP_MERGE
+    load_cuda_source("vyre_async.algorithms.pagerank", "pagerank_prelude.cuh")
+    + load_cuda_source("vyre_async.algorithms", "warp_merge.cuh")
     + r"""
 // Edges per warp task. A hub's in-list is cut into many tasks spread over the grid,
 // so no warp holds the launch open for a hub (one did: 6.4 ms per iteration at R-MAT
@@ -173,9 +174,7 @@ def time_launch(kernel: cp.RawKernel, grid: int, args: tuple) -> float:
 
 sources = {"merge64": MERGE64_GATHER}
 for steps in (1, 2, 4):
-    sources[f"steps{steps}"] = _pagerank.pr_gather.source.replace(
-        "#define STEPS 2", f"#define STEPS {steps}"
-    )
+    sources[f"steps{steps}"] = pr_gather.source.replace("#define STEPS 2", f"#define STEPS {steps}")
 blocks = min(65535, -(-e // (256 * 32)))  # pr_gather's launch rule: a warp per 1024 edges
 results: dict[str, float] = {}
 for version, source in sources.items():

@@ -11,8 +11,8 @@ import sys
 import cupy as cp
 import numpy as np
 
+from vyre_async.algorithms.pagerank import pr_gather
 from vyre_async.graphs import rmat
-from vyre_async.kernels import pr_gather
 
 scale = int(sys.argv[1]) if len(sys.argv) > 1 else 22
 graph = rmat(scale, 16, seed=1)

@@ -28,7 +28,7 @@ import numpy as np
 import pytest
 from cuda.bindings import driver as real
 
-from vyre_async.kernels import BUILTIN_KERNELS
+from vyre_async.kernels import builtin_kernels
 from vyre_async.kernels._compile import CompiledKernel
 from vyre_async.kernels._kernel import Kernel
 from vyre_async.kernels._signature import BufferParam, ScalarParam
@@ -87,7 +87,7 @@ class SimulatedDriver(types.ModuleType):
     ) -> None:
         super().__init__("simulated_driver")
         self._ids = itertools.count(0x1000)
-        self._kernels = {k.entry: k for k in (*BUILTIN_KERNELS, *kernels)}
+        self._kernels = {k.entry: k for k in (*builtin_kernels(), *kernels)}
         self._starts: list[int] = []
         self._blocks: dict[int, np.ndarray] = {}  # start address -> its bytes
         self._pinned: set[int] = set()  # host allocations (start addresses)
@@ -437,12 +437,12 @@ def install(
 
     ``options`` go to :class:`SimulatedDriver` (``lag``, ``latency_s``, ``execute``).
     """
-    from vyre_async.backends import _cuda_launch
-    from vyre_async.streams import _driver
+    from vyre_async.backends.cuda import _launch as cuda_launch
+    from vyre_async.cuda import _driver
 
     sim = SimulatedDriver(kernels, **options)
     sim._faults = {}
     monkeypatch.setattr(_driver, "_driver", sim)
     monkeypatch.setattr(_driver, "_failure", None)
-    monkeypatch.setattr(_cuda_launch, "compile_kernel", sim.compile)
+    monkeypatch.setattr(cuda_launch, "compile_kernel", sim.compile)
     return sim

@@ -14,6 +14,8 @@ import pytest
 from anyio.abc import TaskGroup, TaskStatus
 from trio.testing import MockClock
 
+from vyre_async import LifecycleState
+from vyre_async.batching import BatcherStats, DynamicBatcher
 from vyre_async.errors import (
     DispatchError,
     LifecycleError,
@@ -22,8 +24,6 @@ from vyre_async.errors import (
     ValidationError,
     VyreError,
 )
-from vyre_async.sessions._batch_stats import BatcherStats
-from vyre_async.sessions._batcher import BatcherState, DynamicBatcher
 
 #: Upper bound of any wait in these tests; passing tests finish far sooner.
 BOUND_S = 5.0
@@ -564,13 +564,13 @@ async def test_aclose_drains_queued_and_running_requests() -> None:
     async with running(batcher) as tg:
         await submit_in_order(tg, batcher, range(6), out)
         tg.start_soon(close)
-        await wait_for(lambda: batcher.state is BatcherState.CLOSING)
+        await wait_for(lambda: batcher.state is LifecycleState.CLOSING)
         with pytest.raises(LifecycleError, match=r"closing and admits no new requests\. Fix: "):
             await batcher.submit(99)
         assert not closed.is_set()
         executor.release(0)
         await closed.wait()
-        assert batcher.state is BatcherState.CLOSED
+        assert batcher.state is LifecycleState.CLOSED
         await batcher.aclose()  # idempotent
     assert out == {r: 2 * r for r in range(6)}
     assert executor.batches == [[0], [1, 2], [3, 4], [5]]
@@ -611,7 +611,7 @@ async def test_cancelling_run_fails_every_waiting_request() -> None:
             await tg.start(run_until_cancelled)
             await submit_in_order(tg, batcher, [0, 1], out)
             run_scope.cancel()
-    assert batcher.state is BatcherState.CLOSED
+    assert batcher.state is LifecycleState.CLOSED
     assert isinstance(out[0], LifecycleError)
     assert "stopped while this request's batch ran" in str(out[0])
     assert isinstance(out[1], LifecycleError)

@@ -21,7 +21,6 @@ from structlog.testing import capture_logs
 
 from vyre_async.errors import CompileError, UnsupportedFeatureError
 from vyre_async.kernels import (
-    BUILTIN_KERNELS,
     CompiledKernel,
     Kernel,
     ScalarParam,
@@ -30,6 +29,7 @@ from vyre_async.kernels import (
     _nvrtc,
     arch_for,
     axpy,
+    builtin_kernels,
     compile_kernel,
     grid_stride,
     histogram256,
@@ -98,7 +98,7 @@ def _events(logs: Sequence[MutableMapping[str, Any]], event: str) -> list[Mutabl
 
 
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
-@pytest.mark.parametrize("kernel", BUILTIN_KERNELS, ids=lambda k: k.name)
+@pytest.mark.parametrize("kernel", builtin_kernels(), ids=lambda k: k.name)
 def test_every_builtin_compiles_to_a_cuda_elf_image(kernel: Kernel, arch: str) -> None:
     """Each built-in kernel builds to a CUDA ELF CUBIN for Ampere and Hopper."""
     compiled = compile_kernel(kernel, arch)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from numpy.testing import assert_array_equal
 
-from vyre_async.backends._cuda_readback import (
+from vyre_async.backends.cuda._readback import (
     MAX_PIECES,
     PIECE_BYTES,
     ReadPiece,

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 from egraph_references import random_egraph, signature
 
-from vyre_async.egraph import (
+from vyre_async.algorithms.egraph import (
     EGRAPH_COLUMNS,
     EGraphLayout,
     EGraphSnapshot,

@@ -14,9 +14,13 @@ from egraph_references import (
 )
 
 import vyre_async as va
-from vyre_async.egraph import Canonicalization, EGraphSnapshot, plan_egraph_upload
-from vyre_async.kernels import EGRAPH_STATE_WORDS, egraph_merge
-from vyre_async.sessions import SessionState
+from vyre_async.algorithms.egraph import (
+    EGRAPH_STATE_WORDS,
+    Canonicalization,
+    EGraphSnapshot,
+    egraph_merge,
+    plan_egraph_upload,
+)
 from vyre_async.testing import assert_no_resident_leaks
 
 SHAPES = {
@@ -47,7 +51,7 @@ async def test_fixed_point_equals_python_congruence_closure(
     rows, num_classes, deepest = random_egraph(rng, **SHAPES[shape])
     snapshot = EGraphSnapshot.from_rows(rows, num_classes=num_classes)
     async with va.open_backend("cpu") as backend:
-        async with backend.egraph_session(snapshot) as session:
+        async with va.egraph_session(backend, snapshot) as session:
             _check(await session.canonicalize(), rows, num_classes, deepest)
             signatures = await session.read_signatures()
             again = await session.canonicalize()  # a second run starts from scratch
@@ -65,14 +69,14 @@ async def test_classes_without_rows_and_empty_graphs_stay_apart(rng: np.random.G
     extra = int(rng.integers(1, 20))
     snapshot = EGraphSnapshot.from_rows(rows, num_classes=num_classes + extra)
     async with va.open_backend("cpu") as backend:
-        async with backend.egraph_session(plan_egraph_upload(snapshot)) as session:
+        async with va.egraph_session(backend, plan_egraph_upload(snapshot)) as session:
             result = await session.canonicalize()
         _check(result, rows, num_classes + extra, deepest)
         npt.assert_array_equal(
             result.class_map[num_classes:], np.arange(num_classes, num_classes + extra)
         )
         empty = EGraphSnapshot([], [], [0], [], num_classes=extra)
-        async with backend.egraph_session(empty) as session:
+        async with va.egraph_session(backend, empty) as session:
             result = await session.canonicalize()
         npt.assert_array_equal(result.class_map, np.arange(extra))
         assert (result.rounds, result.merges) == (1, 0)
@@ -87,7 +91,7 @@ async def test_concurrent_canonicalizations_share_the_session_one_at_a_time(
     results: list[Canonicalization] = []
     async with (
         va.open_backend("cpu") as backend,
-        backend.egraph_session(EGraphSnapshot.from_rows(rows)) as session,
+        va.egraph_session(backend, EGraphSnapshot.from_rows(rows)) as session,
     ):
 
         async def one() -> None:
@@ -107,7 +111,7 @@ async def test_round_limit_before_the_fixed_point_is_a_configuration_error(
     rows, _, deepest = random_egraph(rng, base_classes=10, ops=9, duplicates=0, chains=1, depth=3)
     async with (
         va.open_backend("cpu") as backend,
-        backend.egraph_session(EGraphSnapshot.from_rows(rows)) as session,
+        va.egraph_session(backend, EGraphSnapshot.from_rows(rows)) as session,
     ):
         with pytest.raises(va.ConfigurationError, match=r"max_rounds=2.*Fix:"):
             await session.canonicalize(max_rounds=2)
@@ -121,16 +125,16 @@ async def test_session_lifecycle_is_open_once_then_closed(rng: np.random.Generat
     """A session opens once; use after exit and re-entry are refused; close is idempotent."""
     rows, num_classes, _ = random_egraph(rng, base_classes=8)
     async with va.open_backend("cpu") as backend:
-        session = backend.egraph_session(EGraphSnapshot.from_rows(rows))
-        assert session.state is SessionState.UNOPENED
+        session = va.egraph_session(backend, EGraphSnapshot.from_rows(rows))
+        assert session.state is va.LifecycleState.UNOPENED
         with pytest.raises(va.LifecycleError, match="Fix:"):
             session.view  # noqa: B018 - the property access is what is refused
         async with session:
-            assert session.state is SessionState.OPEN
+            assert session.state is va.LifecycleState.OPEN
             assert session.resident.num_classes == num_classes
             with pytest.raises(va.LifecycleError, match="no signatures yet"):
                 await session.read_signatures()
-        assert session.state is SessionState.CLOSED
+        assert session.state is va.LifecycleState.CLOSED
         await session.aclose()
         with pytest.raises(va.LifecycleError, match="closed"):
             await session.canonicalize()
@@ -139,7 +143,7 @@ async def test_session_lifecycle_is_open_once_then_closed(rng: np.random.Generat
                 pass
         assert_no_resident_leaks(backend.telemetry())
         with pytest.raises(TypeError, match="EGraphSnapshot or an upload plan"):
-            backend.egraph_session(rows)  # type: ignore[arg-type]
+            va.egraph_session(backend, rows)  # type: ignore[arg-type]
 
 
 async def test_merge_verifies_keys_when_every_signature_collides(

@@ -10,7 +10,7 @@ import pytest
 from egraph_references import random_egraph
 
 import vyre_async as va
-from vyre_async.egraph import (
+from vyre_async.algorithms.egraph import (
     EGRAPH_COLUMNS,
     EGraphHostView,
     EGraphLayout,
@@ -45,7 +45,7 @@ async def test_upload_round_trips_through_the_backend(
         "borrowed": borrow_egraph_image(words, layout),
     }[source]
     async with va.open_backend("cpu") as backend:
-        resident = await backend.upload_egraph(given, chunk_bytes=1024)
+        resident = await va.upload_egraph(backend, given, chunk_bytes=1024)
         stored = await backend.read(resident.buffer)
         assert stored.dtype == np.dtype("<u4")
         assert resident.layout.nbytes == resident.buffer.nbytes == words.nbytes
@@ -105,12 +105,12 @@ async def test_failed_write_part_way_frees_the_buffer(
 
         monkeypatch.setattr(backend, "_write", failing_write)
         with pytest.raises(DispatchError, match="injected"):
-            await backend.upload_egraph(snap, chunk_bytes=256)
+            await va.upload_egraph(backend, snap, chunk_bytes=256)
         assert len(calls) >= 3  # it did fail part way, after chunks had landed
         assert_no_resident_leaks(backend.telemetry())
         calls.clear()
         with pytest.raises(DispatchError, match="injected"):
-            async with backend.egraph_session(snap, chunk_bytes=256):
+            async with va.egraph_session(backend, snap, chunk_bytes=256):
                 pass
         assert_no_resident_leaks(backend.telemetry())
 
@@ -132,7 +132,7 @@ async def test_session_frees_the_image_when_scratch_allocation_fails(
 
         monkeypatch.setattr(backend, "alloc", failing_alloc)
         with pytest.raises(va.OutOfMemoryError, match="injected"):
-            async with backend.egraph_session(_snapshot(rng)):
+            async with va.egraph_session(backend, _snapshot(rng)):
                 pass
         assert_no_resident_leaks(backend.telemetry())
 
@@ -143,8 +143,8 @@ async def test_host_view_columns_are_read_only_views_of_the_buffer(
     """On the CPU backend each column view equals the snapshot's column, without a copy."""
     snap = _snapshot(rng)
     async with va.open_backend("cpu") as backend:
-        resident = await backend.upload_egraph(snap)
-        view = backend.egraph_view(resident)
+        resident = await va.upload_egraph(backend, snap)
+        view = va.egraph_view(backend, resident)
         assert isinstance(view, EGraphHostView)
         npt.assert_array_equal(view["row_eclass_ids"], snap.eclass_ids)
         npt.assert_array_equal(view["children"], snap.children)
@@ -168,13 +168,13 @@ async def test_a_span_outside_the_buffer_is_refused_naming_it(
 ) -> None:
     """A layout reaching past the resident buffer fails to resolve, naming the byte range."""
     async with va.open_backend("cpu") as backend:
-        resident = await backend.upload_egraph(_snapshot(rng))
+        resident = await va.upload_egraph(backend, _snapshot(rng))
         words = resident.layout.words
         beyond = words.total_words - words.spans[column].offset
         moved = _shifted(words, column, beyond).to_bytes()
         span = moved.spans[column]
         with pytest.raises(ValidationError, match=f"column '{column}' spans bytes") as info:
-            backend.egraph_view(ResidentEGraph(resident.buffer, moved))
+            va.egraph_view(backend, ResidentEGraph(resident.buffer, moved))
         message = str(info.value)
         assert f"[{span.offset}, {span.end})" in message
         assert f"buffer of {resident.buffer.nbytes} bytes" in message
@@ -222,7 +222,7 @@ async def test_chunk_size_must_be_whole_words(rng: np.random.Generator) -> None:
     async with va.open_backend("cpu") as backend:
         for bad in (0, 6, -4):
             with pytest.raises(ValueError, match="chunk_bytes"):
-                await backend.upload_egraph(_snapshot(rng), chunk_bytes=bad)
+                await va.upload_egraph(backend, _snapshot(rng), chunk_bytes=bad)
         with pytest.raises(TypeError, match="EGraphSnapshot or an upload plan"):
-            await backend.upload_egraph(np.zeros(4, np.uint32))  # type: ignore[arg-type]
+            await va.upload_egraph(backend, np.zeros(4, np.uint32))  # type: ignore[arg-type]
         assert_no_resident_leaks(backend.telemetry())

@@ -18,9 +18,7 @@ import numpy as np
 import pytest
 from scipy.sparse import csgraph, csr_array
 
-from vyre_async.kernels import Kernel, compile_kernel
-from vyre_async.kernels import _compile as compile_module
-from vyre_async.kernels._bfs import (
+from vyre_async.algorithms.bfs import (
     BFS_KERNELS,
     BFS_STATE_WORDS,
     BFS_UNLIMITED,
@@ -37,7 +35,7 @@ from vyre_async.kernels._bfs import (
     bfs_init,
     bfs_top_down,
 )
-from vyre_async.kernels._pagerank import (
+from vyre_async.algorithms.pagerank import (
     PAGERANK_KERNELS,
     PR_STATE_WORDS,
     STATE_ITERATIONS,
@@ -49,7 +47,9 @@ from vyre_async.kernels._pagerank import (
     pr_renumber,
     pr_update,
 )
-from vyre_async.kernels._pagerank import STATE_DONE as PR_DONE
+from vyre_async.algorithms.pagerank import STATE_DONE as PR_DONE
+from vyre_async.kernels import Kernel, compile_kernel
+from vyre_async.kernels import _compile as compile_module
 
 ELF_MAGIC = b"\x7fELF"
 

@@ -10,8 +10,8 @@ import pytest
 from graph_references import GRAPH_SHAPES, pagerank_float64, scipy_levels
 
 import vyre_async as va
+from vyre_async.algorithms.pagerank import shares_order
 from vyre_async.graphs import CsrGraph
-from vyre_async.sessions._replica import shares_order
 from vyre_async.testing import assert_no_resident_leaks, capture_logs
 
 
@@ -23,7 +23,7 @@ def _sources(rng: np.random.Generator, graph: CsrGraph, count: int = 3) -> list[
 async def test_bfs_levels_equal_scipy(rng: np.random.Generator, shape: str) -> None:
     """session.bfs equals SciPy's unweighted shortest paths on every graph shape."""
     graph = GRAPH_SHAPES[shape](rng)
-    async with va.open_backend("cpu") as backend, backend.resident_graph(graph) as session:
+    async with va.open_backend("cpu") as backend, va.resident_graph(backend, graph) as session:
         for source in _sources(rng, graph):
             levels = await session.bfs(source)
             assert levels.dtype == np.int32
@@ -34,7 +34,7 @@ async def test_bfs_levels_equal_scipy(rng: np.random.Generator, shape: str) -> N
 async def test_khop_and_reach_count_equal_scipy(rng: np.random.Generator, shape: str) -> None:
     """khop(k) is every vertex at distance <= k; reach_count counts reachable vertices."""
     graph = GRAPH_SHAPES[shape](rng)
-    async with va.open_backend("cpu") as backend, backend.resident_graph(graph) as session:
+    async with va.open_backend("cpu") as backend, va.resident_graph(backend, graph) as session:
         for source in _sources(rng, graph):
             dist = scipy_levels(graph, source)
             k = int(rng.integers(0, 6))
@@ -53,7 +53,7 @@ async def test_pagerank_equals_float64_power_iteration(
     """Float32 PageRank run to convergence is within 1e-5 (of the largest rank) of float64."""
     graph = GRAPH_SHAPES[shape](rng)
     damping = float(rng.uniform(0.6, 0.9))
-    async with va.open_backend("cpu") as backend, backend.resident_graph(graph) as session:
+    async with va.open_backend("cpu") as backend, va.resident_graph(backend, graph) as session:
         ranks = await session.pagerank(damping=damping, tol=1e-12, max_iter=400)
     want = pagerank_float64(graph, damping)
     assert ranks.dtype == np.float32
@@ -77,9 +77,12 @@ async def test_first_pagerank_uploads_the_shares_order_once(rng: np.random.Gener
     Later runs upload and allocate nothing more; the ranks stay right.
     """
     graph = GRAPH_SHAPES["rmat_skewed"](rng)
-    n, scratch = graph.num_vertices, 3 * 4 * graph.num_vertices + 4 * va.kernels.PR_STATE_WORDS
+    n, scratch = (
+        graph.num_vertices,
+        3 * 4 * graph.num_vertices + 4 * va.algorithms.pagerank.PR_STATE_WORDS,
+    )
     async with va.open_backend("cpu") as backend:
-        async with backend.resident_graph(graph) as session:
+        async with va.resident_graph(backend, graph) as session:
             live = backend.telemetry().resident_bytes_live
             first = await session.pagerank(tol=1e-9, max_iter=300)
             after_first = (session.stats().bytes_uploaded_by_runs, backend.telemetry())
@@ -110,7 +113,7 @@ async def test_pagerank_keeps_the_graph_order_when_the_renumbered_copy_does_not_
                 raise va.OutOfMemoryError("injected", fix="none: this is a test.")
             return await real_alloc(nbytes, dtype)
 
-        async with backend.resident_graph(graph) as session:
+        async with va.resident_graph(backend, graph) as session:
             monkeypatch.setattr(backend, "alloc", failing_alloc)
             with capture_logs() as logs:
                 ranks = await session.pagerank(tol=1e-9, max_iter=300)
@@ -127,7 +130,7 @@ async def test_runs_reuse_the_upload_and_sync_less_than_once_per_level(
     """Many runs: one upload, one allocation, reused scratch, fewer syncs than levels."""
     graph = GRAPH_SHAPES["long_path"](rng)
     async with va.open_backend("cpu") as backend:
-        async with backend.resident_graph(graph) as session:
+        async with va.resident_graph(backend, graph) as session:
             for _ in range(5):
                 await session.bfs(0)
             await session.reach_count(0)
@@ -148,7 +151,7 @@ async def test_concurrent_queries_each_get_their_own_levels(rng: np.random.Gener
     graph = GRAPH_SHAPES["rmat_skewed"](rng)
     sources = _sources(rng, graph, 24)
     results: dict[int, np.ndarray] = {}
-    async with va.open_backend("cpu") as backend, backend.resident_graph(graph) as session:
+    async with va.open_backend("cpu") as backend, va.resident_graph(backend, graph) as session:
 
         async def query(i: int) -> None:
             results[i] = await session.bfs(sources[i])
@@ -164,7 +167,7 @@ async def test_bad_sources_and_closed_sessions_are_refused(rng: np.random.Genera
     """Out-of-range sources raise ValidationError; a closed session raises LifecycleError."""
     graph = GRAPH_SHAPES["random_symmetric"](rng)
     async with va.open_backend("cpu") as backend:
-        async with backend.resident_graph(graph) as session:
+        async with va.resident_graph(backend, graph) as session:
             for bad in (-1, graph.num_vertices):
                 with pytest.raises(va.ValidationError, match=rf"{bad} is out of range.*Fix:"):
                     await session.bfs(bad)
@@ -186,7 +189,7 @@ async def test_cancelled_query_leaves_session_usable_and_frees_on_exit(
     """Cancelling a running bfs leaves the session usable; exit frees everything."""
     graph = GRAPH_SHAPES["long_path"](rng)
     async with va.open_backend("cpu") as backend:
-        async with backend.resident_graph(graph) as session:
+        async with va.resident_graph(backend, graph) as session:
             with anyio.move_on_after(0.001):
                 await session.bfs(0)
             np.testing.assert_array_equal(await session.bfs(5), scipy_levels(graph, 5))
@@ -203,7 +206,7 @@ async def test_bfs_into_out_equals_scipy_and_refuses_a_misfit(
     config = va.BatchingConfig() if batching else None
     async with (
         va.open_backend("cpu") as backend,
-        backend.resident_graph(graph, batching=config) as session,
+        va.resident_graph(backend, graph, batching=config) as session,
     ):
         out = np.full(n, 7_777_777, np.int32)  # poisoned
         for source in _sources(rng, graph):
@@ -225,7 +228,7 @@ async def test_pagerank_into_out_equals_the_reference_and_refuses_a_misfit(
     """pagerank(out=...) fills and returns the caller's float32 array."""
     graph = GRAPH_SHAPES["rmat_skewed"](rng)
     n = graph.num_vertices
-    async with va.open_backend("cpu") as backend, backend.resident_graph(graph) as session:
+    async with va.open_backend("cpu") as backend, va.resident_graph(backend, graph) as session:
         out = np.full(n, np.nan, np.float32)  # poisoned
         got = await session.pagerank(damping=0.85, tol=1e-12, max_iter=400, out=out)
         assert got is out

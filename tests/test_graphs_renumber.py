@@ -215,7 +215,7 @@ async def test_bfs_from_a_named_source_equals_networkx_by_name(rng: np.random.Ge
     src, dst, order = random_string_edges(rng)
     graph, ids = CsrGraph.from_edges(pd.Series(src), pd.Series(dst), renumber=True)
     start = order[int(rng.integers(0, len(order)))]
-    async with va.open_backend("cpu") as backend, backend.resident_graph(graph) as session:
+    async with va.open_backend("cpu") as backend, va.resident_graph(backend, graph) as session:
         levels = await session.bfs(ids.to_vertex(start))
     reached = np.flatnonzero(levels >= 0)
     by_name = dict(zip(ids.to_ids(reached).tolist(), levels[reached].tolist(), strict=True))

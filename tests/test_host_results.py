@@ -7,7 +7,7 @@ import threading
 
 import numpy as np
 
-from vyre_async.backends._host_results import BLOCK_ALIGN, HostBlock, ResultBlocks
+from vyre_async.backends.cuda._host_results import BLOCK_ALIGN, HostBlock, ResultBlocks
 
 
 def _pool(max_idle_bytes: int = 1 << 30) -> tuple[ResultBlocks, list[HostBlock]]:

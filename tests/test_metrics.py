@@ -21,8 +21,9 @@ from prometheus_client.parser import text_string_to_metric_families
 
 import vyre_async as va
 from vyre_async import cli
+from vyre_async.batching import BatcherStats
 from vyre_async.jobs import BlockResult, JobMetrics, JobRunner, WorkloadSection, load_job
-from vyre_async.sessions import BatcherStats, ResidentGraphSession, SessionStats
+from vyre_async.sessions import ResidentGraphSession, SessionStats
 from vyre_async.telemetry import (
     TelemetrySnapshot,
     prometheus_collector,
@@ -64,7 +65,7 @@ async def _session_figures() -> tuple[TelemetrySnapshot, BatcherStats, SessionSt
     graph = rmat_graph()
     async with (
         va.open_backend("cpu") as backend,
-        backend.resident_graph(graph, batching=va.BatchingConfig(max_batch=8)) as session,
+        va.resident_graph(backend, graph, batching=va.BatchingConfig(max_batch=8)) as session,
     ):
         async with anyio.create_task_group() as tg:
             for source in range(12):

@@ -19,10 +19,8 @@ import numpy as np
 import pytest
 from scipy.sparse import csgraph, csr_array
 
-from vyre_async.graphs import CsrGraph
-from vyre_async.kernels import Kernel, _msbfs, compile_kernel
-from vyre_async.kernels import _compile as compile_module
-from vyre_async.kernels._msbfs import (
+from vyre_async.algorithms import msbfs as _msbfs
+from vyre_async.algorithms.msbfs import (
     MSBFS_HUB_LANE_EDGES,
     MSBFS_KERNELS,
     MSBFS_MAX_WORDS,
@@ -50,6 +48,10 @@ from vyre_async.kernels._msbfs import (
     msbfs_record_levels,
     msbfs_record_targets,
 )
+from vyre_async.algorithms.msbfs import _kernels as msbfs_kernels_module
+from vyre_async.graphs import CsrGraph
+from vyre_async.kernels import Kernel, compile_kernel
+from vyre_async.kernels import _compile as compile_module
 
 ELF_MAGIC = b"\x7fELF"
 GARBAGE = np.uint64(0xDEAD_BEEF_F00D_CAFE)  # what init must overwrite
@@ -811,13 +813,13 @@ def test_msbfs_kernels_do_nothing_once_done(rng: np.random.Generator) -> None:
 
 def test_msbfs_docstring_lists_the_state_layout_of_the_constants() -> None:
     """Every "index STATE_NAME" line of the module docstring matches that constant."""
-    rows = [line.split() for line in (_msbfs.__doc__ or "").splitlines()]
+    rows = [line.split() for line in (msbfs_kernels_module.__doc__ or "").splitlines()]
     listed = {row[1]: int(row[0]) for row in rows if len(row) > 1 and row[0].isdigit()}
 
     assert len(listed) == 11
     for name, index in listed.items():
         assert getattr(_msbfs, name) == index, name
-    assert f"``MSBFS_STATE_WORDS`` ({MSBFS_STATE_WORDS})" in (_msbfs.__doc__ or "")
+    assert f"``MSBFS_STATE_WORDS`` ({MSBFS_STATE_WORDS})" in (msbfs_kernels_module.__doc__ or "")
 
 
 def test_msbfs_kernels_derive_every_size_from_bound_lengths() -> None:

@@ -1,4 +1,4 @@
-"""Several devices as one backend: replicas, spreading by load, failover (CPU devices)."""
+"""Device groups: several backends used together; replicas, spreading by load, failover."""
 
 from __future__ import annotations
 
@@ -10,45 +10,57 @@ import pytest
 from graph_references import GRAPH_SHAPES, scipy_levels
 
 import vyre_async as va
-from vyre_async.backends import CpuBackend, MultiDeviceBackend
+from vyre_async.backends import CpuBackend, DeviceGroup
 
 
-async def test_a_list_of_devices_opens_a_multi_device_backend_that_refuses_one_device_work() -> (
-    None
-):
-    """device=[0, 1] gives two devices; dispatches are refused with the fix; telemetry adds."""
-    async with va.open_backend("cpu", device=[0, 1]) as backend:
-        assert isinstance(backend, MultiDeviceBackend)
-        assert len(backend.devices) == 2
-        assert all(isinstance(d, CpuBackend) for d in backend.devices)
-        with pytest.raises(va.UnsupportedFeatureError, match=r"backend\.devices\[i\].*"):
-            await backend.upload(np.zeros(4, np.float32))
-        with pytest.raises(va.UnsupportedFeatureError, match="Fix:"):
-            backend.submit(va.kernels.axpy, {})
+async def test_a_list_of_devices_opens_a_group_of_backends_whose_telemetry_adds_up() -> None:
+    """devices=[0, 1] gives a group of two CPU backends; its telemetry is their sum."""
+    async with va.open_devices("cpu", devices=[0, 1]) as group:
+        assert isinstance(group, DeviceGroup)
+        assert len(group) == 2
+        assert group.kind == "cpu"
+        assert all(isinstance(b, CpuBackend) for b in group.backends)
+        assert list(group) == list(group.backends)
+        assert group.device_names == tuple(b.device_name for b in group.backends)
+        assert group.state is va.LifecycleState.OPEN
         x = np.ones(64, np.float32)
-        for device in backend.devices:
-            await device.dispatch(va.kernels.axpy, {"x": x, "y": x}, a=1.0)
-        assert backend.telemetry().dispatches == 2
-        first, second = (d.activity() for d in backend.devices)
+        for backend in group.backends:
+            await backend.dispatch(va.kernels.axpy, {"x": x, "y": x}, a=1.0)
+        assert group.telemetry().dispatches == 2
+        assert group.telemetry().device == " + ".join(group.device_names)
+        first, second = (b.activity() for b in group.backends)
         summed = (a + b for a, b in zip(first, second, strict=True))
-        assert backend.activity() == va.Activity(*summed)
-        assert backend.activity().kernel_launches == 2
-    assert all(d.state is va.BackendState.CLOSED for d in backend.devices)
+        assert group.activity() == va.Activity(*summed)
+        assert group.activity().kernel_launches == 2
+    assert group.state is va.LifecycleState.CLOSED
+    assert all(b.state is va.LifecycleState.CLOSED for b in group.backends)
 
 
-async def test_all_on_the_cpu_and_a_single_ordinal_give_an_ordinary_backend() -> None:
-    """device='all' on the CPU, or a one-element list, opens one ordinary backend."""
-    for device in ("all", [3]):
-        async with va.open_backend("cpu", device=device) as backend:  # type: ignore[arg-type]
-            assert isinstance(backend, CpuBackend)
+async def test_a_group_is_no_backend_and_open_backend_takes_one_ordinal() -> None:
+    """A group runs no dispatch itself; open_backend refuses a list with the way to a group."""
+    async with va.open_devices("cpu", devices=[0, 1]) as group:
+        assert not hasattr(group, "dispatch")
+        assert not hasattr(group, "upload")
+    with pytest.raises(TypeError, match="open_devices"):
+        async with va.open_backend("cpu", device=[0, 1]):  # type: ignore[arg-type]
+            pass
 
 
-@pytest.mark.parametrize("device", [[0, 0], [], [-1], "every"])
-async def test_bad_device_selections_are_refused(device: Any) -> None:
+async def test_all_on_the_cpu_and_a_single_ordinal_give_a_group_of_one() -> None:
+    """devices='all' on the CPU, an ordinal, or a one-element list: one CPU backend."""
+    for devices in ("all", 3, [3]):
+        async with va.open_devices("cpu", devices=devices) as group:  # type: ignore[arg-type]
+            assert len(group) == 1
+            assert isinstance(group.backends[0], CpuBackend)
+            assert group.telemetry() == group.backends[0].telemetry()
+
+
+@pytest.mark.parametrize("devices", [[0, 0], [], [-1], "every"])
+async def test_bad_device_selections_are_refused(devices: Any) -> None:
     """A repeated ordinal is a ConfigurationError; an empty list or a non-ordinal a ValueError."""
-    error = va.ConfigurationError if device == [0, 0] else ValueError
+    error = va.ConfigurationError if devices == [0, 0] else ValueError
     with pytest.raises(error):
-        async with va.open_backend("cpu", device=device):
+        async with va.open_devices("cpu", devices=devices):
             pass
 
 
@@ -58,8 +70,8 @@ async def test_batches_spread_over_every_device_and_equal_scipy(rng: np.random.G
     calls = [[int(s) for s in rng.integers(0, graph.num_vertices, 40)] for _ in range(6)]
     rows: dict[int, np.ndarray] = {}
     async with (
-        va.open_backend("cpu", device=[0, 1]) as backend,
-        backend.resident_graph(graph, batching=va.BatchingConfig(max_batch=32)) as session,
+        va.open_devices("cpu", devices=[0, 1]) as group,
+        va.resident_graph(group, graph, batching=va.BatchingConfig(max_batch=32)) as session,
     ):
         assert session.devices == 2
 
@@ -69,7 +81,7 @@ async def test_batches_spread_over_every_device_and_equal_scipy(rng: np.random.G
         async with anyio.create_task_group() as tg:
             for i in range(len(calls)):
                 tg.start_soon(call, i)
-        per_device = [d.telemetry().dispatches for d in backend.devices]  # type: ignore[attr-defined]
+        per_device = [b.telemetry().dispatches for b in group.backends]
         stats = session.stats()
     assert all(count > 0 for count in per_device), f"a device did no work: {per_device}"
     assert (stats.devices, stats.devices_lost) == (2, 0)
@@ -86,15 +98,15 @@ async def test_a_lost_device_is_taken_out_and_its_work_runs_on_the_others(
     graph = GRAPH_SHAPES["random_directed"](rng)
     sources = [int(s) for s in rng.integers(0, graph.num_vertices, 90)]
     async with (
-        va.open_backend("cpu", device=[0, 1, 2]) as backend,
-        backend.resident_graph(graph, batching=va.BatchingConfig(max_batch=8)) as session,
+        va.open_devices("cpu", devices=[0, 1, 2]) as group,
+        va.resident_graph(group, graph, batching=va.BatchingConfig(max_batch=8)) as session,
     ):
-        broken = backend.devices[1]  # type: ignore[attr-defined]
+        broken = group.backends[1]
 
         def lost(*args: Any, **kwargs: Any) -> Any:
             raise va.DeviceLostError("pretend device 1 fell off the bus", fix="none (a test).")
 
-        monkeypatch.setattr(broken, "_submit_bound", lost)  # every sequence submits here
+        monkeypatch.setattr(broken, "submit_prepared", lost)  # every sequence submits here
         counts: dict[int, int] = {}
 
         async def query(i: int) -> None:
@@ -117,15 +129,15 @@ async def test_when_every_device_is_lost_the_error_says_so(
     """All replicas lost: DeviceLostError naming how many, with a fix."""
     graph = GRAPH_SHAPES["random_symmetric"](rng)
     async with (
-        va.open_backend("cpu", device=[0, 1]) as backend,
-        backend.resident_graph(graph) as session,
+        va.open_devices("cpu", devices=[0, 1]) as group,
+        va.resident_graph(group, graph) as session,
     ):
-        for device in backend.devices:  # type: ignore[attr-defined]
+        for device in group.backends:
 
             def lost(*args: Any, **kwargs: Any) -> Any:
                 raise va.DeviceLostError("pretend the device is gone", fix="none (a test).")
 
-            monkeypatch.setattr(device, "_submit_bound", lost)
+            monkeypatch.setattr(device, "submit_prepared", lost)
         with pytest.raises(va.DeviceLostError, match=r"every device .* \(2 of 2\).*Fix:"):
             await session.reach_count(0)
 
@@ -135,14 +147,14 @@ async def test_a_failed_upload_on_one_device_raises_it_and_frees_the_other_copie
 ) -> None:
     """Out of memory on one device: that OutOfMemoryError (not a group), nothing left live."""
     graph = GRAPH_SHAPES["random_symmetric"](rng)
-    async with va.open_backend("cpu", device=[0, 1]) as backend:
-        devices = backend.devices  # type: ignore[attr-defined]
+    async with va.open_devices("cpu", devices=[0, 1]) as group:
+        devices = group.backends
 
         async def full(*args: Any, **kwargs: Any) -> Any:
             raise va.OutOfMemoryError("pretend device 1 is full", fix="none (a test).")
 
         monkeypatch.setattr(devices[1], "upload_group", full)
         with pytest.raises(va.OutOfMemoryError, match=r"needs .* bytes"):
-            async with backend.resident_graph(graph):
+            async with va.resident_graph(group, graph):
                 pass
         assert [d.telemetry().resident_buffers_live for d in devices] == [0, 0]

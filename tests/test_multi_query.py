@@ -21,7 +21,7 @@ async def test_bfs_many_levels_equal_scipy_per_query(
     graph = GRAPH_SHAPES[shape](rng)
     sources = [int(s) for s in rng.integers(0, graph.num_vertices, count)]
     sources[-1] = sources[0]  # a duplicate source
-    async with va.open_backend("cpu") as backend, backend.resident_graph(graph) as session:
+    async with va.open_backend("cpu") as backend, va.resident_graph(backend, graph) as session:
         levels = await session.bfs_many(sources)
     assert levels.shape == (count, graph.num_vertices)
     for row, source in zip(levels, sources, strict=True):
@@ -35,7 +35,7 @@ async def test_bfs_many_counts_and_targets_read_back_only_what_was_asked(
     graph = GRAPH_SHAPES["random_directed"](rng)
     sources = [int(s) for s in rng.integers(0, graph.num_vertices, 70)]
     targets = [int(t) for t in rng.integers(0, graph.num_vertices, 9)]
-    async with va.open_backend("cpu") as backend, backend.resident_graph(graph) as session:
+    async with va.open_backend("cpu") as backend, va.resident_graph(backend, graph) as session:
         counts = await session.bfs_many(sources, readback="counts")
         at_targets = await session.bfs_many(sources, readback="targets", targets=targets)
     for i, source in enumerate(sources):
@@ -48,7 +48,7 @@ async def test_bfs_many_khop_and_small_budget_split_into_chunks(rng: np.random.G
     """k-hop batches equal distances <= k, also when the budget forces several chunks."""
     graph = GRAPH_SHAPES["rmat_skewed"](rng)
     sources = [int(s) for s in rng.integers(0, graph.num_vertices, 40)]
-    async with va.open_backend("cpu") as backend, backend.resident_graph(graph) as session:
+    async with va.open_backend("cpu") as backend, va.resident_graph(backend, graph) as session:
         six = [TraversalQuery(id=i, source=0, kind="khop", k=2) for i in range(6)]
         budget = session.stats().graph_bytes_uploaded + chunk_bytes(graph.num_vertices, 1, six)
         levels = await session.bfs_many(sources, k=2, budget_bytes=budget)
@@ -66,7 +66,7 @@ async def test_bfs_many_refuses_bad_sources_with_a_fix(
     graph = GRAPH_SHAPES["random_symmetric"](rng)
     async with (
         va.open_backend("cpu") as backend,
-        backend.resident_graph(graph, batching=batching) as session,
+        va.resident_graph(backend, graph, batching=batching) as session,
     ):
         n = graph.num_vertices
         for bad in ([0, n], [3, -1], np.array([1, n + 5], np.int64), np.array([[0, 1]])):
@@ -102,7 +102,7 @@ async def test_bfs_many_takes_integer_arrays_and_keeps_no_reference(
     want = np.stack([scipy_levels(graph, int(s)) for s in sources])
     async with (
         va.open_backend("cpu") as backend,
-        backend.resident_graph(graph, batching=batching) as session,
+        va.resident_graph(backend, graph, batching=batching) as session,
     ):
         running = session.bfs_many(sources)
         async with anyio.create_task_group() as tg:
@@ -131,7 +131,7 @@ async def test_concurrent_queries_are_coalesced_and_each_gets_its_own_result(
     config = va.BatchingConfig(max_batch=128)
     async with (
         va.open_backend("cpu") as backend,
-        backend.resident_graph(graph, batching=config) as session,
+        va.resident_graph(backend, graph, batching=config) as session,
     ):
 
         async def query(i: int) -> None:
@@ -174,7 +174,7 @@ async def test_batched_bfs_many_blocks_share_batches_with_single_calls(
     config = va.BatchingConfig(max_batch=64)
     async with (
         va.open_backend("cpu") as backend,
-        backend.resident_graph(graph, batching=config) as session,
+        va.resident_graph(backend, graph, batching=config) as session,
     ):
 
         async def call_many(i: int) -> None:
@@ -213,7 +213,7 @@ async def test_cancelled_waiters_do_not_disturb_their_batch(rng: np.random.Gener
     results: dict[int, np.ndarray] = {}
     async with (
         va.open_backend("cpu") as backend,
-        backend.resident_graph(graph, batching=va.BatchingConfig(max_batch=64)) as session,
+        va.resident_graph(backend, graph, batching=va.BatchingConfig(max_batch=64)) as session,
     ):
 
         async def query(i: int, scope: anyio.CancelScope) -> None:
@@ -240,11 +240,11 @@ async def test_in_flight_batches_run_at_once_and_each_gets_its_rows(
 ) -> None:
     """With in_flight=N at most N batches traverse the one device at a time, and N of
     them do when full blocks queue back to back; every row still equals SciPy's."""
-    from vyre_async.sessions import _graph_session
+    from vyre_async.sessions import _batched
 
     running = 0
     most = 0
-    traverse = _graph_session.traverse_many
+    traverse = _batched.traverse_many
 
     async def counted(*args: object, **kwargs: object) -> list[np.ndarray]:
         nonlocal running, most
@@ -255,13 +255,13 @@ async def test_in_flight_batches_run_at_once_and_each_gets_its_rows(
         finally:
             running -= 1
 
-    monkeypatch.setattr(_graph_session, "traverse_many", counted)
+    monkeypatch.setattr(_batched, "traverse_many", counted)
     graph = GRAPH_SHAPES["rmat_skewed"](rng)
     sources = rng.integers(0, graph.num_vertices, 16 * 8)
     config = va.BatchingConfig(max_batch=16, in_flight=in_flight)
     async with (
         va.open_backend("cpu") as backend,
-        backend.resident_graph(graph, batching=config) as session,
+        va.resident_graph(backend, graph, batching=config) as session,
     ):
         counts = await session.bfs_many(sources, readback="counts")
     assert most == in_flight

@@ -56,7 +56,7 @@ def test_cpu_dispatch_and_graphs_run_without_any_optional_package() -> None:
             graph, ids = CsrGraph.from_edges(["a", "b"], ["b", "c"], renumber=True)
             async with va.open_backend("auto") as backend:
                 out = await backend.dispatch(va.kernels.axpy, {"x": x, "y": x}, a=2.0)
-                async with backend.resident_graph(graph) as session:
+                async with va.resident_graph(backend, graph) as session:
                     levels = await session.bfs(ids.to_vertex("a"))
             print(backend.kind, out["y"].tolist(), levels.tolist())
 

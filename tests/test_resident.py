@@ -259,7 +259,7 @@ async def test_closed_backend_refuses_work_and_closing_twice_is_a_noop() -> None
     """After close every call raises LifecycleError; aclose() again does nothing."""
     async with va.open_backend("cpu") as backend:
         pass
-    assert backend.state is va.BackendState.CLOSED
+    assert backend.state is va.LifecycleState.CLOSED
     await backend.aclose()
     with pytest.raises(va.LifecycleError, match=r"closed.*Fix:"):
         backend.submit(axpy, {"x": np.ones(1, np.float32), "y": np.ones(1, np.float32)}, a=1.0)

@@ -14,11 +14,16 @@ from cuda_emulator import compile_emulated
 from numpy.testing import assert_array_equal
 
 import vyre_async as va
+from vyre_async.algorithms.rmat import (
+    MAX_DEVICE_RMAT_KEYS,
+    RMAT_KERNELS,
+    device_rmat_bytes,
+    rmat_edge_keys,
+    rmat_on_device,
+)
 from vyre_async.errors import UnsupportedFeatureError
 from vyre_async.graphs import RmatParams, rmat, rmat_params
-from vyre_async.kernels import RMAT_KERNELS, Kernel, _compile, compile_kernel
-from vyre_async.kernels._rmat_cuda import SOURCE
-from vyre_async.sessions import MAX_DEVICE_RMAT_KEYS, device_rmat_bytes, rmat_on_device
+from vyre_async.kernels import Kernel, _compile, compile_kernel
 
 ELF_MAGIC = b"\x7fELF"
 
@@ -79,7 +84,7 @@ class _Emulated:
     """The builder's CUDA C on the CPU emulator, with tiles of ``tile`` keys."""
 
     def __init__(self, folder: Path, tile: int) -> None:
-        self.lib = compile_emulated(SOURCE, {"TILE": tile}, folder)
+        self.lib = compile_emulated(rmat_edge_keys.source, {"TILE": tile}, folder)
         self.tile = tile
 
     def run(self, name: str, grid: int, block: int, *args: object) -> None:

@@ -7,7 +7,7 @@ import numpy.testing  # imported here: a lazy import inside a test reads files
 import pytest
 
 import vyre_async as va
-from vyre_async.backends._cuda_graphs import StepPlans
+from vyre_async.backends.cuda._graphs import StepPlans
 from vyre_async.kernels import axpy, sum_reduce
 
 
@@ -146,10 +146,3 @@ async def test_a_prepared_sequence_refuses_bad_scalars_freed_buffers_and_bad_cou
         assert not backend._in_flight, "the refused run left nothing for close to wait on"  # type: ignore[attr-defined]
         (still,) = await backend.read_many([va.ReadRange(yb)])
     assert not still.any()
-
-
-async def test_a_multi_device_backend_refuses_to_prepare_with_the_way_to_do_it() -> None:
-    """Sequences run on one device: the refusal names backend.devices[i]."""
-    async with va.open_backend("cpu", device=[0, 1]) as backend:
-        with pytest.raises(va.UnsupportedFeatureError, match=r"Fix: use backend\.devices\[i\]"):
-            backend.prepare_repeated([], [])

@@ -13,9 +13,9 @@ import pytest
 from cuda.bindings import driver
 from trio.testing import MockClock
 
+from vyre_async.cuda import DeviceHealth, event_query_failure
 from vyre_async.errors import DeviceLostError, DispatchError, LifecycleError
-from vyre_async.streams import Backoff, Completion, CompletionWatcher, DeviceHealth
-from vyre_async.streams._fence import Lane
+from vyre_async.streams import Backoff, Completion, CompletionWatcher, Lane
 
 R = driver.CUresult
 NOT_READY = int(R.CUDA_ERROR_NOT_READY)
@@ -59,7 +59,11 @@ class ScriptedEvents:
 
 def make_watcher(events: ScriptedEvents, **options: Any) -> CompletionWatcher:
     return CompletionWatcher(
-        events.query, record=events.record, acquire_event=events.acquire, **options
+        events.query,
+        failure=event_query_failure,
+        record=events.record,
+        acquire_event=events.acquire,
+        **options,
     )
 
 
@@ -265,6 +269,21 @@ async def test_non_sticky_query_error_fails_only_that_fence() -> None:
         watcher.kick()
         await finished(after)
         with pytest.raises(DispatchError, match="CUDA_ERROR_INVALID_HANDLE"):
+            await finished(broken)
+
+
+async def test_without_a_failure_mapping_a_failed_query_names_its_code() -> None:
+    """A watcher given no driver mapping fails the work with DispatchError naming the code."""
+    events = ScriptedEvents()
+    watcher = CompletionWatcher(events.query, record=events.record, acquire_event=events.acquire)
+    async with running(watcher):
+        lane = watcher.lane("s", "stream-s")
+        broken, after = put(watcher, lane), put(watcher, lane)
+        events.finish(event_of(broken), 4711)
+        events.finish(event_of(after))
+        watcher.kick()
+        await finished(after)
+        with pytest.raises(DispatchError, match=r"returned 4711.*Fix:"):
             await finished(broken)
 
 

@@ -10,18 +10,25 @@ Example:
     ...         x = np.arange(4, dtype=np.float32)
     ...         out = await backend.dispatch(va.kernels.axpy, {"x": x, "y": x}, a=2.0)
     ...         assert (out["y"] == 3 * x).all()
+    ...         graph = va.graphs.rmat(scale=10, edge_factor=8, seed=1)
+    ...         async with va.resident_graph(backend, graph) as session:
+    ...             assert (await session.bfs(0))[0] == 0
     >>> anyio.run(main)
 """
 
-from . import egraph as egraph
+from . import algorithms as algorithms
 from . import errors as errors
 from . import graphs as graphs
 from . import jobs as jobs
 from . import kernels as kernels
+from ._lifecycle import LifecycleState as LifecycleState
 from ._version import __version__ as __version__
+from .algorithms import egraph as egraph
+from .algorithms.egraph import egraph_view as egraph_view
+from .algorithms.egraph import upload_egraph as upload_egraph
 from .backends import Backend as Backend
-from .backends import BackendState as BackendState
 from .backends import CpuBackend as CpuBackend
+from .backends import DeviceGroup as DeviceGroup
 from .backends import DispatchConfig as DispatchConfig
 from .backends import PreparedDispatch as PreparedDispatch
 from .backends import PreparedSequence as PreparedSequence
@@ -30,6 +37,7 @@ from .backends import ResidentBuffer as ResidentBuffer
 from .backends import SequenceResult as SequenceResult
 from .backends import SequenceStep as SequenceStep
 from .backends import open_backend as open_backend
+from .backends import open_devices as open_devices
 from .errors import CompileError as CompileError
 from .errors import ConfigurationError as ConfigurationError
 from .errors import DeviceLostError as DeviceLostError
@@ -45,6 +53,8 @@ from .logging import configure_logging as configure_logging
 from .sessions import BatchingConfig as BatchingConfig
 from .sessions import ResidentGraphSession as ResidentGraphSession
 from .sessions import SessionStats as SessionStats
+from .sessions import egraph_session as egraph_session
+from .sessions import resident_graph as resident_graph
 from .streams import DispatchTiming as DispatchTiming
 from .streams import PendingDispatch as PendingDispatch
 from .streams import TimedResult as TimedResult
@@ -55,17 +65,18 @@ from .telemetry import to_prometheus_text as to_prometheus_text
 __all__ = [
     "Activity",
     "Backend",
-    "BackendState",
     "BatchingConfig",
     "CompileError",
     "ConfigurationError",
     "CpuBackend",
+    "DeviceGroup",
     "DeviceLostError",
     "DispatchConfig",
     "DispatchError",
     "DispatchTiming",
     "Kernel",
     "LifecycleError",
+    "LifecycleState",
     "OutOfMemoryError",
     "PendingDispatch",
     "PreparedDispatch",
@@ -82,12 +93,18 @@ __all__ = [
     "UnsupportedFeatureError",
     "ValidationError",
     "VyreError",
+    "algorithms",
     "configure_logging",
     "egraph",
+    "egraph_session",
+    "egraph_view",
     "errors",
     "graphs",
     "jobs",
     "kernels",
     "open_backend",
+    "open_devices",
+    "resident_graph",
     "to_prometheus_text",
+    "upload_egraph",
 ]

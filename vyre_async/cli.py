@@ -25,8 +25,7 @@ import anyio
 import msgspec
 
 from . import __version__
-from .backends import DeviceSelector, open_backend
-from .backends._toolchain import describe_cuda_toolchain
+from .backends import DeviceSelector, describe_cuda_toolchain, open_backend
 from .errors import ConfigurationError, UnsupportedFeatureError, ValidationError, VyreError
 from .jobs import (
     JobMetrics,
@@ -34,12 +33,11 @@ from .jobs import (
     JobSummary,
     backend_unavailable_reason,
     check_job,
+    exiting_at_once_on_signals,
     load_job,
     serve_metrics,
 )
-from .jobs._signals import exiting_at_once_on_signals
-from .kernels._cache import cache_root
-from .kernels._nvrtc import nvrtc_version
+from .kernels import cache_root, nvrtc_version
 from .logging import configure_logging
 
 

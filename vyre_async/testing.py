@@ -15,8 +15,7 @@ import numpy as np
 from structlog.testing import capture_logs
 
 from .errors import LifecycleError
-from .kernels._kernel import Kernel, grid_stride
-from .kernels._signature import BufferParam, ScalarParam
+from .kernels import BufferParam, Kernel, ScalarParam, grid_stride
 from .telemetry import TelemetrySnapshot
 
 __all__ = [
@@ -146,8 +145,8 @@ def gpu_unavailable_reason(ordinal: int = 0) -> str | None:
     Meant for ``pytest.mark.skipif`` / ``pytest.skip`` in GPU tests: the reason is
     the driver's own (no library, no device, ordinal out of range).
     """
+    from .cuda import CudaDevice
     from .errors import VyreError
-    from .streams._device import CudaDevice
 
     try:
         device = CudaDevice.open(ordinal)

@@ -35,7 +35,7 @@ async def main(scale: int, tag: str) -> None:
     rng = np.random.default_rng(2)
     candidates = np.flatnonzero(np.diff(graph.offsets) > 0)
     sources = [int(s) for s in rng.choice(candidates, 24, replace=False)]
-    async with va.open_backend("cuda") as backend, backend.resident_graph(graph) as session:
+    async with va.open_backend("cuda") as backend, va.resident_graph(backend, graph) as session:
         for s in sources * 8:
             await session.reach_count(s)
         deltas: dict[str, list[float]] = {}

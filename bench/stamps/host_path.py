@@ -35,7 +35,7 @@ async def main(reps: int, runs: int, lag: int) -> None:
     """Warm up, then time ``reps`` blocks of ``runs`` traversals."""
     stub_driver.install(lag)
     graph = rmat(10, 8, seed=1)
-    async with va.open_backend("cuda") as backend, backend.resident_graph(graph) as session:
+    async with va.open_backend("cuda") as backend, va.resident_graph(backend, graph) as session:
         for s in range(300):
             await session.reach_count(s % 100)
         per_run = []

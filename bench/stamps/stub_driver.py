@@ -163,7 +163,7 @@ class StubDriver(types.ModuleType):
 
 def install(lag: int = 0) -> StubDriver:
     """Make vyre_async load the stub instead of the real driver; return it."""
-    from vyre_async.streams import _driver
+    from vyre_async.cuda import _driver
 
     stub = StubDriver(lag)
     _driver._driver = stub  # the cached module load_driver() returns

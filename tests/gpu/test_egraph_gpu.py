@@ -10,9 +10,15 @@ import pytest
 from egraph_references import assert_same_partition, congruence_closure, random_egraph, signature
 
 import vyre_async as va
-from vyre_async.egraph import EGraphDeviceView, EGraphSnapshot, pack_egraph, plan_egraph_upload
+from vyre_async.algorithms.egraph import (
+    EGRAPH_STATE_WORDS,
+    EGraphDeviceView,
+    EGraphSnapshot,
+    egraph_merge,
+    pack_egraph,
+    plan_egraph_upload,
+)
 from vyre_async.errors import DispatchError
-from vyre_async.kernels import EGRAPH_STATE_WORDS, egraph_merge
 
 SHAPES = {
     "chains": {"base_classes": 300, "ops": 6, "chains": 8, "depth": 12},
@@ -29,7 +35,7 @@ async def test_gpu_fixed_point_equals_python_congruence_closure(
     """The device's fixed point is the closure's partition, in the same rounds."""
     rows, num_classes, deepest = random_egraph(rng, **SHAPES[shape])
     snapshot = EGraphSnapshot.from_rows(rows, num_classes=num_classes)
-    async with cuda.egraph_session(snapshot) as session:
+    async with va.egraph_session(cuda, snapshot) as session:
         result = await session.canonicalize()
         signatures = await session.read_signatures()
     want, rounds = congruence_closure(rows, num_classes)
@@ -50,9 +56,9 @@ async def test_gpu_and_cpu_backends_give_identical_class_maps(
     """Both backends map every class to the smallest id of its merged class: equal arrays."""
     rows, num_classes, _ = random_egraph(rng, base_classes=20000, ops=5, duplicates=500, chains=5)
     plan = plan_egraph_upload(EGraphSnapshot.from_rows(rows, num_classes=num_classes))
-    async with cuda.egraph_session(plan) as session:
+    async with va.egraph_session(cuda, plan) as session:
         gpu = await session.canonicalize()
-    async with va.open_backend("cpu") as cpu, cpu.egraph_session(plan) as session:
+    async with va.open_backend("cpu") as cpu, va.egraph_session(cpu, plan) as session:
         host = await session.canonicalize()
     npt.assert_array_equal(gpu.class_map, host.class_map)
     assert (gpu.rounds, gpu.merges) == (host.rounds, host.merges)
@@ -64,11 +70,11 @@ async def test_gpu_upload_round_trips_little_endian_words(
     """The resident image reads back as the packed words; the view points into it."""
     rows, num_classes, _ = random_egraph(rng, base_classes=500)
     words, _ = pack_egraph(EGraphSnapshot.from_rows(rows, num_classes=num_classes))
-    resident = await cuda.upload_egraph(plan_egraph_upload(EGraphSnapshot.from_rows(rows)))
+    resident = await va.upload_egraph(cuda, plan_egraph_upload(EGraphSnapshot.from_rows(rows)))
     try:
         stored = await cuda.read(resident.buffer)
         assert stored.tobytes() == b"".join(int(w).to_bytes(4, "little") for w in words)
-        view = cuda.egraph_view(resident)
+        view = va.egraph_view(cuda, resident)
         assert isinstance(view, EGraphDeviceView)
         assert view.base_ptr != 0
         for name, span in resident.layout.spans.items():
@@ -95,7 +101,7 @@ async def test_gpu_upload_failing_part_way_frees_the_buffer(
 
     monkeypatch.setattr(cuda, "_write", failing_write)
     with pytest.raises(DispatchError, match="injected"):
-        await cuda.upload_egraph(EGraphSnapshot.from_rows(rows), chunk_bytes=4096)
+        await va.upload_egraph(cuda, EGraphSnapshot.from_rows(rows), chunk_bytes=4096)
     assert calls >= 4
 
 

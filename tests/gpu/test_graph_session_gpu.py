@@ -19,7 +19,7 @@ async def test_bfs_khop_reach_equal_scipy_on_gpu(
 ) -> None:
     """GPU bfs/khop/reach_count equal SciPy's shortest paths on every graph shape."""
     graph = GRAPH_SHAPES[shape](rng)
-    async with cuda.resident_graph(graph) as session:
+    async with va.resident_graph(cuda, graph) as session:
         for source in rng.integers(0, graph.num_vertices, 3):
             dist = scipy_levels(graph, int(source))
             np.testing.assert_array_equal(await session.bfs(int(source)), dist)
@@ -35,7 +35,7 @@ async def test_bfs_on_large_rmat_uses_both_directions(
 ) -> None:
     """A scale-16 R-MAT BFS (bottom-up levels included) equals SciPy."""
     graph = rmat(16, 16, seed=int(rng.integers(1 << 30)))
-    async with cuda.resident_graph(graph) as session:
+    async with va.resident_graph(cuda, graph) as session:
         for source in rng.integers(0, graph.num_vertices, 4):
             np.testing.assert_array_equal(
                 await session.bfs(int(source)), scipy_levels(graph, int(source))
@@ -59,7 +59,7 @@ async def test_pagerank_equals_float64_on_gpu(
     """GPU PageRank is within 1e-5 (relative to the largest rank) of float64."""
     graph = GRAPH_SHAPES[shape](rng)
     damping = float(rng.uniform(0.6, 0.9))
-    async with cuda.resident_graph(graph) as session:
+    async with va.resident_graph(cuda, graph) as session:
         ranks = await session.pagerank(damping=damping, tol=1e-12, max_iter=400)
     want = pagerank_float64(graph, damping)
     assert np.max(np.abs(ranks - want)) <= 1e-5 * np.max(want)
@@ -71,7 +71,7 @@ async def test_pagerank_of_a_large_rmat_equals_float64_on_gpu(
     """Scale 16: hubs cut over many gather chunks, shares renumbered by degree."""
     graph = rmat(16, 16, seed=int(rng.integers(1 << 30)))
     damping = float(rng.uniform(0.6, 0.9))
-    async with cuda.resident_graph(graph) as session:
+    async with va.resident_graph(cuda, graph) as session:
         ranks = await session.pagerank(damping=damping, tol=1e-12, max_iter=300)
         assert session.stats().bytes_uploaded_by_runs == 4 * graph.num_vertices
     want = pagerank_float64(graph, damping)
@@ -90,7 +90,7 @@ async def test_pagerank_in_graph_order_when_the_renumbered_copy_does_not_fit(
             raise va.OutOfMemoryError("injected", fix="none: this is a test.")
         return await real_alloc(nbytes, dtype)
 
-    async with cuda.resident_graph(graph) as session:
+    async with va.resident_graph(cuda, graph) as session:
         live = cuda.telemetry().resident_bytes_live
         monkeypatch.setattr(cuda, "alloc", failing_alloc)
         ranks = await session.pagerank(damping=0.85, tol=1e-12, max_iter=300)
@@ -105,7 +105,7 @@ async def test_session_stats_show_one_upload_and_few_syncs(
 ) -> None:
     """Runs on the GPU reuse the upload and sync far less than once per level."""
     graph = GRAPH_SHAPES["long_path"](rng)
-    async with cuda.resident_graph(graph) as session:
+    async with va.resident_graph(cuda, graph) as session:
         for _ in range(4):
             await session.bfs(0)
         stats = session.stats()
@@ -123,7 +123,7 @@ async def test_graph_larger_than_the_memory_cap_is_refused_with_sizes(
     graph = GRAPH_SHAPES["random_symmetric"](rng)
     async with va.open_backend("cuda", max_device_bytes=4096) as backend:
         with pytest.raises(va.OutOfMemoryError, match=r"needs \d+ bytes.*Fix:"):
-            async with backend.resident_graph(graph):
+            async with va.resident_graph(backend, graph):
                 pass
         assert backend.telemetry().resident_buffers_live == 0
 
@@ -133,7 +133,7 @@ async def test_cancelled_gpu_query_leaves_session_usable(
 ) -> None:
     """Cancelling a running GPU bfs leaves the session usable and frees all on exit."""
     graph = GRAPH_SHAPES["long_path"](rng)
-    async with cuda.resident_graph(graph) as session:
+    async with va.resident_graph(cuda, graph) as session:
         with anyio.move_on_after(0.0005):
             await session.bfs(0)
         np.testing.assert_array_equal(await session.bfs(7), scipy_levels(graph, 7))
@@ -145,7 +145,7 @@ async def test_repeated_traversal_bodies_replay_one_captured_cuda_graph(
     """The second traversal replays the first one's captured body; results equal SciPy."""
     graph = rmat(12, 8, seed=int(rng.integers(1 << 30)))
     sources = [int(s) for s in rng.integers(0, graph.num_vertices, 5)]
-    async with cuda.resident_graph(graph) as session:
+    async with va.resident_graph(cuda, graph) as session:
         first = cuda.telemetry()
         counts = [await session.reach_count(s) for s in sources]
         last = cuda.telemetry()

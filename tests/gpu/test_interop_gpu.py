@@ -150,7 +150,7 @@ async def test_session_levels_fill_a_device_array(cuda: va.Backend, batched: boo
     graph = rmat(12, 8, seed=3)
     hub = int(np.argmax(graph.out_degree()))
     batching = va.BatchingConfig() if batched else None
-    async with cuda.resident_graph(graph, batching=batching) as session:
+    async with va.resident_graph(cuda, graph, batching=batching) as session:
         host = await session.bfs(hub)
         out = cp.full(graph.num_vertices, -7, cp.int32)
         got = await session.bfs(hub, out=out)

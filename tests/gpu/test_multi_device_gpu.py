@@ -11,12 +11,12 @@ from graph_references import scipy_levels
 from job_files import committed, job_file
 
 import vyre_async as va
-from vyre_async.backends import MultiDeviceBackend
+from vyre_async.backends import DeviceGroup
 from vyre_async.jobs import JobRunner, load_job
 
 
 def _gpu_count() -> int:
-    from vyre_async.streams._driver import call, load_driver
+    from vyre_async.cuda._driver import call, load_driver
 
     try:
         driver = load_driver()
@@ -34,10 +34,11 @@ async def test_batches_run_on_every_gpu_and_equal_scipy(rng: np.random.Generator
     calls = [[int(s) for s in rng.integers(0, graph.num_vertices, 300)] for _ in range(8)]
     rows: dict[int, np.ndarray] = {}
     async with (
-        va.open_backend("cuda", device="all") as backend,
-        backend.resident_graph(graph, batching=va.BatchingConfig(max_batch=128)) as session,
+        va.open_devices("cuda", devices="all") as group,
+        va.resident_graph(group, graph, batching=va.BatchingConfig(max_batch=128)) as session,
     ):
-        assert isinstance(backend, MultiDeviceBackend)
+        assert isinstance(group, DeviceGroup)
+        assert len(group) >= 2
 
         async def call(i: int) -> None:
             rows[i] = await session.bfs_many(calls[i], readback="levels")
@@ -45,7 +46,7 @@ async def test_batches_run_on_every_gpu_and_equal_scipy(rng: np.random.Generator
         async with anyio.create_task_group() as tg:
             for i in range(len(calls)):
                 tg.start_soon(call, i)
-        launches = [d.telemetry().kernel_launches for d in backend.devices]
+        launches = [b.telemetry().kernel_launches for b in group.backends]
     assert all(n > 0 for n in launches), f"a GPU did no work: {launches}"
     for i, sources in enumerate(calls):
         for row, source in zip(rows[i][:20], sources[:20], strict=True):

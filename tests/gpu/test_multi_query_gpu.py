@@ -20,7 +20,7 @@ async def test_bfs_many_equals_scipy_on_gpu(
     sources = [int(s) for s in rng.integers(0, graph.num_vertices, count)]
     sources[-1] = sources[0]
     targets = [int(t) for t in rng.integers(0, graph.num_vertices, 7)]
-    async with cuda.resident_graph(graph) as session:
+    async with va.resident_graph(cuda, graph) as session:
         levels = await session.bfs_many(sources)
         counts = await session.bfs_many(sources, readback="counts")
         at_targets = await session.bfs_many(sources, readback="targets", targets=targets)
@@ -40,7 +40,7 @@ async def test_bfs_many_khop_on_gpu_graph_shapes(
     """k-hop multi-source batches equal SciPy distances <= k on several shapes."""
     graph = GRAPH_SHAPES[shape](rng)
     sources = [int(s) for s in rng.integers(0, graph.num_vertices, 100)]
-    async with cuda.resident_graph(graph) as session:
+    async with va.resident_graph(cuda, graph) as session:
         levels = await session.bfs_many(sources, k=3)
     for row, source in zip(levels, sources, strict=True):
         dist = scipy_levels(graph, source)
@@ -54,7 +54,7 @@ async def test_concurrent_batched_queries_on_gpu(
     graph = rmat(13, 16, seed=int(rng.integers(1 << 30)))
     sources = [int(s) for s in rng.integers(0, graph.num_vertices, 256)]
     results: dict[int, np.ndarray] = {}
-    async with cuda.resident_graph(graph, batching=va.BatchingConfig()) as session:
+    async with va.resident_graph(cuda, graph, batching=va.BatchingConfig()) as session:
 
         async def query(i: int) -> None:
             results[i] = await session.bfs(sources[i])

@@ -12,8 +12,8 @@ import pytest
 from graph_references import scipy_levels
 
 import vyre_async as va
-from vyre_async.backends._cuda import PAGEABLE_READ_MAX_BYTES
-from vyre_async.backends._cuda_readback import PIECE_BYTES
+from vyre_async.backends.cuda._readback import PIECE_BYTES
+from vyre_async.backends.cuda._reads import PAGEABLE_READ_MAX_BYTES
 from vyre_async.graphs import CsrGraph, rmat
 
 try:  # CuPy is on the GPU machines, not in CI; imported here, not on the event loop
@@ -186,7 +186,7 @@ async def test_bfs_through_hubs_equals_scipy(
 ) -> None:
     """BFS whose frontiers hold hubs of 10^3-10^5 out-edges in one block equals SciPy."""
     graph = _hub_graph(rng, symmetric=symmetric)
-    async with cuda.resident_graph(graph) as session:
+    async with va.resident_graph(cuda, graph) as session:
         for source in [6, 0, 2, *rng.integers(0, graph.num_vertices, 2).tolist()]:
             np.testing.assert_array_equal(
                 await session.bfs(int(source)), scipy_levels(graph, int(source))
@@ -265,7 +265,7 @@ async def test_bfs_into_page_locked_levels_equals_scipy(
     pinned = await anyio.to_thread.run_sync(cupyx.empty_pinned, (n,), np.int32)
     ranks = await anyio.to_thread.run_sync(cupyx.empty_pinned, (n,), np.float32)
     ranks[:] = np.nan
-    async with cuda.resident_graph(graph) as session:
+    async with va.resident_graph(cuda, graph) as session:
         for source in rng.integers(0, n, 3).tolist():
             pinned[:] = 0x5EED
             assert await session.bfs(int(source), out=pinned) is pinned

@@ -13,14 +13,14 @@ from job_files import committed, expected_reach, job_file, random_sources
 from numpy.testing import assert_array_equal
 
 import vyre_async as va
+from vyre_async.algorithms.rmat import rmat_on_device
 from vyre_async.graphs import rmat, rmat_params
 from vyre_async.jobs import JobRunner, _graph_cache, load_job
-from vyre_async.sessions import rmat_on_device
 from vyre_async.testing import capture_logs
 
 
 def _gpu_count() -> int:
-    from vyre_async.streams._driver import call, load_driver
+    from vyre_async.cuda._driver import call, load_driver
 
     try:
         driver = load_driver()

@@ -1,12 +1,19 @@
-"""Backends: the :class:`Backend` protocol, :func:`open_backend`, CPU and CUDA."""
+"""Backends: the :class:`Backend` protocol, :func:`open_backend`, CPU and CUDA, device groups.
 
+A backend runs kernels and keeps resident memory on one device; :func:`open_devices`
+opens one per device as a :class:`DeviceGroup`. The CUDA backend lives in
+:mod:`vyre_async.backends.cuda` and is imported only when one is opened.
+"""
+
+from ._checks import check_out as check_out
 from ._config import DispatchConfig as DispatchConfig
-from ._core import BackendState as BackendState
 from ._cpu import CpuBackend as CpuBackend
-from ._multi import MultiDeviceBackend as MultiDeviceBackend
+from ._group import DeviceGroup as DeviceGroup
+from ._interop import is_foreign as is_foreign
 from ._open import BackendKind as BackendKind
 from ._open import DeviceSelector as DeviceSelector
 from ._open import open_backend as open_backend
+from ._open import open_devices as open_devices
 from ._prepared import PreparedSequence as PreparedSequence
 from ._prepared import SequenceResult as SequenceResult
 from ._prepared_dispatch import PreparedDispatch as PreparedDispatch
@@ -14,20 +21,24 @@ from ._protocol import Backend as Backend
 from ._resident import ResidentBuffer as ResidentBuffer
 from ._sequence import ReadRange as ReadRange
 from ._sequence import SequenceStep as SequenceStep
+from ._toolchain import describe_cuda_toolchain as describe_cuda_toolchain
 
 __all__ = [
     "Backend",
     "BackendKind",
-    "BackendState",
     "CpuBackend",
+    "DeviceGroup",
     "DeviceSelector",
     "DispatchConfig",
-    "MultiDeviceBackend",
     "PreparedDispatch",
     "PreparedSequence",
     "ReadRange",
     "ResidentBuffer",
     "SequenceResult",
     "SequenceStep",
+    "check_out",
+    "describe_cuda_toolchain",
+    "is_foreign",
     "open_backend",
+    "open_devices",
 ]

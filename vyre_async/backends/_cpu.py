@@ -24,25 +24,17 @@ from ..errors import (
     ValidationError,
     VyreError,
 )
-from ..kernels._kernel import BoundCall, Kernel, Reference
+from ..kernels import BoundCall, Kernel, Reference
 from ..logging import tracing_enabled
-from ..streams._completion import Completion
-from ..streams._pending import PendingDispatch
+from ..streams import Completion, PendingDispatch
+from ._checks import check_place, check_repeat_count, uses_of, wait_quietly
 from ._config import DispatchConfig
-from ._core import (
-    BackendCore,
-    OutputPlace,
-    Outputs,
-    ReadPlan,
-    _placed,
-    _quietly,
-    _uses,
-    check_repeat_count,
-)
+from ._core import BackendCore, OutputPlace, Outputs
 from ._interop import DL_CPU, is_foreign
 from ._prepared import PreparedSequence, SequenceResult
 from ._prepared_dispatch import PreparedDispatch
 from ._resident import Exporter, ResidentBuffer, ResidentRegistry, slab_layout
+from ._sequence import ReadPlan
 
 #: Copies larger than this go to a worker thread instead of running on the loop.
 _INLINE_COPY_BYTES = 1 << 20
@@ -163,7 +155,7 @@ class CpuBackend(BackendCore[np.ndarray]):
             DispatchError: The kernel's reference failed.
         """
         if outputs != "host":
-            return self._dispatch_to_device(kernel, inputs, _placed(outputs, scalars), config)
+            return self._dispatch_to_device(kernel, inputs, check_place(outputs, scalars), config)
         return self.submit(kernel, inputs, config=config, **scalars).wait()
 
     async def prepare(
@@ -233,7 +225,7 @@ class CpuBackend(BackendCore[np.ndarray]):
         task_group = self._check_open()
         config = config or _DEFAULT_CONFIG
         completion = self._new_completion()
-        waits = self._registry.reserve(_uses([call]), completion)
+        waits = self._registry.reserve(uses_of([call]), completion)
         try:
             collect = self._enqueue_dispatch(task_group, call, config, completion, waits)
         except BaseException as exc:
@@ -249,7 +241,7 @@ class CpuBackend(BackendCore[np.ndarray]):
             )
         return self._pending(completion, collect, config, config.label or call.kernel.name, start)
 
-    def _submit_bound(
+    def submit_prepared(
         self,
         prepared: PreparedSequence,
         prefix: list[BoundCall[ResidentBuffer]],
@@ -264,32 +256,32 @@ class CpuBackend(BackendCore[np.ndarray]):
         try:
             # A prepared sequence's buffers were checked when it was prepared; reserve
             # checks again that none was freed since, before anything is enqueued.
-            waits = self._registry.reserve(prepared._uses, completion)
+            waits = self._registry.reserve(prepared.uses, completion)
             collect = self._enqueue_sequence(
                 task_group, prepared, prefix, repeat_count, config, completion, waits
             )
         except BaseException as exc:
             completion.complete(exc)
             raise
-        repeated = prepared._repeated
+        repeated = prepared.repeated
         launches = sum(not c.launch.empty for c in prefix) + repeat_count * sum(
             not c.launch.empty for c in repeated
         )
         self._counters.dispatches += 1
         self._counters.kernel_launches += launches
         if tracing_enabled():
-            self._log.debug("sequence submitted", launches=launches, reads=len(prepared._reads))
+            self._log.debug("sequence submitted", launches=launches, reads=len(prepared.reads))
         label = config.label or f"sequence of {len(prefix)}+{len(repeated)}x{repeat_count} steps"
         return self._pending(completion, collect, config, label, start)
 
-    async def _run_bound(
+    async def run_prepared(
         self,
         prepared: PreparedSequence,
         prefix: list[BoundCall[ResidentBuffer]],
         repeat_count: int,
         start: int,
     ) -> SequenceResult:
-        pending = self._submit_bound(prepared, prefix, repeat_count, _TIMED_CONFIG, start)
+        pending = self.submit_prepared(prepared, prefix, repeat_count, _TIMED_CONFIG, start)
         result = await pending.timed()
         return SequenceResult(result.outputs, result.timing.device_ns or 0)
 
@@ -379,9 +371,9 @@ class CpuBackend(BackendCore[np.ndarray]):
 
             return step
 
-        reads = prepared._reads
+        reads = prepared.reads
         prefix_steps = [bind(c) for c in prefix]
-        repeated_steps = [bind(c) for c in prepared._repeated]
+        repeated_steps = [bind(c) for c in prepared.repeated]
         results: list[np.ndarray] = []
 
         def work() -> None:
@@ -413,7 +405,7 @@ class CpuBackend(BackendCore[np.ndarray]):
         error: BaseException | None = None
         try:
             for earlier in waits:
-                await _quietly(earlier)
+                await wait_quietly(earlier)
             start = time.perf_counter_ns()
             await anyio.to_thread.run_sync(work, limiter=self._limiter)
             completion.device_ns = time.perf_counter_ns() - start

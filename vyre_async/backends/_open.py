@@ -1,4 +1,4 @@
-"""``open_backend``: pick, open and always close a backend."""
+"""``open_backend`` and ``open_devices``: pick, open and always close backends."""
 
 from __future__ import annotations
 
@@ -13,12 +13,12 @@ from ..errors import ConfigurationError, UnsupportedFeatureError
 from ..logging import get_logger
 from ._core import BackendCore
 from ._cpu import CpuBackend
-from ._multi import MultiDeviceBackend
+from ._group import DeviceGroup
 from ._protocol import Backend
 from ._toolchain import check_cuda_toolchain
 
 BackendKind = Literal["auto", "cuda", "cpu"]
-#: ``open_backend``'s ``device``: an ordinal, ``"all"``, or a list of ordinals.
+#: ``open_devices``' ``devices``: an ordinal, ``"all"``, or a list of ordinals.
 DeviceSelector = int | Literal["all"] | Sequence[int]
 
 _log = get_logger("vyre_async.backends")
@@ -30,7 +30,7 @@ def _cuda_backend_class() -> type[BackendCore[Any]]:
     # The toolchain check first: a driver older than the installed CUDA major is an
     # UnsupportedFeatureError (with the extra to install), so "auto" falls back.
     check_cuda_toolchain()
-    from ._cuda import CudaBackend
+    from .cuda import CudaBackend
 
     return CudaBackend
 
@@ -45,21 +45,19 @@ async def _make_cuda(device: int, max_device_bytes: int | None) -> BackendCore[A
 async def open_backend(
     kind: BackendKind = "auto",
     *,
-    device: DeviceSelector = 0,
+    device: int = 0,
     cpu_workers: int | None = None,
     max_device_bytes: int | None = None,
 ) -> AsyncIterator[Backend]:
-    """Open a backend for the duration of an ``async with`` block.
+    """Open a backend on one device for the duration of an ``async with`` block.
 
     Args:
         kind: ``"cuda"``, ``"cpu"``, or ``"auto"``: CUDA when the driver loads and
             the device answers, else the CPU backend (the reason is logged).
-        device: A CUDA device ordinal; or ``"all"`` or a list of ordinals for a
-            :class:`MultiDeviceBackend` over several GPUs (one device gives an
-            ordinary backend). With ``kind="cpu"`` a list of n entries gives n CPU
-            backends as logical devices, and ``"all"`` one CPU backend.
-        cpu_workers: Worker threads of each CPU backend.
-        max_device_bytes: Cap on device memory each CUDA backend hands out (``None``:
+        device: The CUDA device ordinal (ignored by the CPU backend). For several
+            devices at once use :func:`open_devices`.
+        cpu_workers: Worker threads of the CPU backend.
+        max_device_bytes: Cap on device memory the CUDA backend hands out (``None``:
             whatever the device has); beyond it allocations raise OutOfMemoryError.
 
     Yields:
@@ -67,48 +65,109 @@ async def open_backend(
         the block exits, also on error or cancellation.
 
     Raises:
+        ConfigurationError: Unknown ``kind``.
+        UnsupportedFeatureError: ``kind="cuda"`` and no usable GPU.
+        TypeError: ``device`` is not one ordinal.
+    """
+    if isinstance(device, bool) or not isinstance(device, int):
+        raise TypeError(
+            f"device must be one int ordinal, got {device!r}; for several devices use "
+            "vyre_async.open_devices(devices=...)"
+        )
+    async with contextlib.AsyncExitStack() as stack:
+        (backend,) = await _open_each(
+            stack, _checked_kind(kind), _ordinals(device), cpu_workers, max_device_bytes
+        )
+        yield backend
+
+
+@asynccontextmanager
+async def open_devices(
+    kind: BackendKind = "auto",
+    *,
+    devices: DeviceSelector = "all",
+    cpu_workers: int | None = None,
+    max_device_bytes: int | None = None,
+) -> AsyncIterator[DeviceGroup]:
+    """Open one backend per device, as a :class:`DeviceGroup`, for an ``async with`` block.
+
+    Args:
+        kind: As for :func:`open_backend`; ``"auto"`` falls back to one CPU backend.
+        devices: ``"all"`` (every visible GPU), an ordinal, or a list of ordinals.
+            With ``kind="cpu"`` a list of n entries gives n CPU backends as logical
+            devices, and ``"all"`` or an ordinal one CPU backend.
+        cpu_workers: Worker threads of each CPU backend.
+        max_device_bytes: Cap on device memory each CUDA backend hands out.
+
+    Yields:
+        The open group; every backend in it is closed when the block exits, also on
+        error or cancellation.
+
+    Raises:
         ConfigurationError: Unknown ``kind``, or a device ordinal twice.
         UnsupportedFeatureError: ``kind="cuda"`` and no usable GPU.
+        ValueError: An empty list, or an entry that is not a non-negative ordinal.
     """
+    checked = _checked_kind(kind)
+    ordinals = _ordinals(devices)
+    async with contextlib.AsyncExitStack() as stack:
+        backends = await _open_each(stack, checked, ordinals, cpu_workers, max_device_bytes)
+        group = DeviceGroup(backends)
+        group._enter_open()
+        if len(group) > 1:
+            _log.info("device group opened", devices=" + ".join(group.device_names))
+        try:
+            yield group
+        finally:
+            group._enter_closed()  # the stack closes the backends, the last opened first
+
+
+def _checked_kind(kind: object) -> BackendKind:
     if kind not in ("auto", "cuda", "cpu"):
         raise ConfigurationError(
             f"unknown backend kind {kind!r}", fix="use 'auto', 'cuda' or 'cpu'."
         )
-    ordinals = _ordinals(device)
-    async with contextlib.AsyncExitStack() as stack:
-        backends: list[BackendCore[Any]] = []
-        if kind == "cpu":
-            for _ in ordinals or [0]:
-                backends.append(await stack.enter_async_context(CpuBackend(workers=cpu_workers)))
-        else:
-            try:
-                for ordinal in ordinals if ordinals is not None else await _all_cuda_devices():
-                    made = await _make_cuda(ordinal, max_device_bytes)
-                    backends.append(await stack.enter_async_context(made))
-            except UnsupportedFeatureError as exc:
-                if kind == "cuda":
-                    raise
-                _log.info("falling back to the cpu backend", reason=exc.what, fix=exc.fix)
-                await stack.aclose()  # any device opened before the failure
-                backends = [await stack.enter_async_context(CpuBackend(workers=cpu_workers))]
-        if len(backends) == 1:
-            yield backends[0]
-        else:
-            multi = MultiDeviceBackend(backends)
-            _log.info("multi-device backend opened", devices=multi.device_name)
-            yield multi
+    return kind
 
 
-def _ordinals(device: DeviceSelector) -> list[int] | None:
+async def _open_each(
+    stack: contextlib.AsyncExitStack,
+    kind: BackendKind,
+    ordinals: list[int] | None,
+    cpu_workers: int | None,
+    max_device_bytes: int | None,
+) -> list[BackendCore[Any]]:
+    """Open a backend per ordinal (``None``: every visible GPU) into ``stack``."""
+    backends: list[BackendCore[Any]] = []
+    if kind == "cpu":
+        for _ in ordinals or [0]:
+            backends.append(await stack.enter_async_context(CpuBackend(workers=cpu_workers)))
+        return backends
+    try:
+        for ordinal in ordinals if ordinals is not None else await _all_cuda_devices():
+            made = await _make_cuda(ordinal, max_device_bytes)
+            backends.append(await stack.enter_async_context(made))
+    except UnsupportedFeatureError as exc:
+        if kind == "cuda":
+            raise
+        _log.info("falling back to the cpu backend", reason=exc.what, fix=exc.fix)
+        await stack.aclose()  # any device opened before the failure
+        backends = [await stack.enter_async_context(CpuBackend(workers=cpu_workers))]
+    return backends
+
+
+def _ordinals(devices: DeviceSelector) -> list[int] | None:
     """The ordinals asked for; ``None`` for every visible device."""
-    if device == "all":
+    if devices == "all":
         return None
-    chosen: list[Any] = [device] if isinstance(device, int) else list(device)
-    if not chosen or isinstance(device, str | bytes):  # a typo'd "all" is not a list
-        raise ValueError(f"device must be an ordinal, 'all' or a list of ordinals, got {device!r}")
+    chosen: list[Any] = [devices] if isinstance(devices, int) else list(devices)
+    if not chosen or isinstance(devices, str | bytes):  # a typo'd "all" is not a list
+        raise ValueError(
+            f"devices must be an ordinal, 'all' or a list of ordinals, got {devices!r}"
+        )
     for ordinal in chosen:
         if isinstance(ordinal, bool) or not isinstance(ordinal, int) or ordinal < 0:
-            raise ValueError(f"device must be a non-negative int ordinal, got {ordinal!r}")
+            raise ValueError(f"a device must be a non-negative int ordinal, got {ordinal!r}")
     if len(set(chosen)) != len(chosen):
         raise ConfigurationError(
             f"device ordinals {list(chosen)} name a device twice",
@@ -119,7 +178,7 @@ def _ordinals(device: DeviceSelector) -> list[int] | None:
 
 async def _all_cuda_devices() -> list[int]:
     def count() -> int:
-        from ..streams._driver import call, load_driver
+        from ..cuda import call, load_driver
 
         driver = load_driver()
         return int(call(driver.cuDeviceGetCount))

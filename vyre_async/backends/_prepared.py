@@ -17,19 +17,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Coroutine, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
 from ..errors import ValidationError
-from ..kernels._kernel import BoundCall
-from ..streams._pending import PendingDispatch
+from ..kernels import BoundCall
+from ..streams import PendingDispatch
 from ._config import DispatchConfig
 from ._resident import ResidentBuffer
-from ._sequence import SequenceStep, bind_step
-
-if TYPE_CHECKING:
-    from ._core import BackendCore, ReadPlan
+from ._sequence import ReadPlan, SequenceStep, bind_step
 
 #: Prefix bindings kept per prepared sequence (one per distinct set of scalar values).
 PREFIX_BINDINGS = 1024
@@ -48,6 +45,31 @@ class SequenceResult(NamedTuple):
     device_ns: int
 
 
+class SequenceRunner(Protocol):
+    """What runs a prepared sequence: the backend that prepared it."""
+
+    def submit_prepared(
+        self,
+        prepared: PreparedSequence,
+        prefix: list[BoundCall[ResidentBuffer]],
+        repeat_count: int,
+        config: DispatchConfig | None,
+        start: int,
+    ) -> PendingDispatch[list[np.ndarray]]:
+        """Enqueue one run (what :meth:`PreparedSequence.submit` does)."""
+        ...
+
+    def run_prepared(
+        self,
+        prepared: PreparedSequence,
+        prefix: list[BoundCall[ResidentBuffer]],
+        repeat_count: int,
+        start: int,
+    ) -> Coroutine[Any, Any, SequenceResult]:
+        """Run once and wait (what :meth:`PreparedSequence.run` does)."""
+        ...
+
+
 class PreparedSequence:
     """A resident repeated sequence, bound once; made by ``backend.prepare_repeated``.
 
@@ -59,20 +81,20 @@ class PreparedSequence:
 
     __slots__ = (
         "_backend",
-        "_backend_plan",
         "_by_scalars",
         "_names",
-        "_prefix",
-        "_reads",
-        "_repeated",
-        "_reservation",
         "_steps",
-        "_uses",
+        "backend_plan",
+        "prefix",
+        "reads",
+        "repeated",
+        "reservation",
+        "uses",
     )
 
     def __init__(
         self,
-        backend: BackendCore[Any],
+        backend: SequenceRunner,
         steps: Sequence[SequenceStep],
         prefix: list[BoundCall[ResidentBuffer]],
         repeated: list[BoundCall[ResidentBuffer]],
@@ -81,18 +103,21 @@ class PreparedSequence:
     ) -> None:
         self._backend = backend
         self._steps = list(steps)
-        #: The prefix as prepared, the repeated steps, the reads, and each buffer the
-        #: steps touch -> whether they write it; what the backend enqueues from.
-        self._prefix = prefix
-        self._repeated = repeated
-        self._reads = plans
-        self._uses = uses
+        #: The prefix as prepared (what the backend enqueues from).
+        self.prefix = prefix
+        #: The repeated steps, bound.
+        self.repeated = repeated
+        #: The planned reads.
+        self.reads = plans
+        #: Each buffer the steps touch -> whether they write it.
+        self.uses = uses
         #: What the backend works out once for this sequence (CUDA: its body and
-        #: reads, see ``_cuda_sequence.SequencePlan``); made on first submission.
-        self._backend_plan: object = None
-        #: (registry generation, resolved records) of ``uses``; see
-        #: ``ResidentRegistry.reserve_resolved``.
-        self._reservation: tuple[int, Any] | None = None
+        #: reads, see ``backends.cuda._sequence_plan.SequencePlan``); made by the
+        #: backend on first submission, kept here with the sequence.
+        self.backend_plan: object = None
+        #: (registry generation, resolved records) of ``uses``, kept here for the
+        #: backend; see ``ResidentRegistry.reserve_resolved``.
+        self.reservation: tuple[int, Any] | None = None
         self._names = {p.name for step in self._steps for p in step.kernel.scalar_params}
         self._by_scalars: dict[tuple[Any, ...], list[BoundCall[ResidentBuffer]]] = {}
 
@@ -116,7 +141,9 @@ class PreparedSequence:
                 refuses (nothing was enqueued).
             LifecycleError: The backend closed, or a buffer was freed.
         """
-        return self._submit(repeat_count, scalars, config, time.perf_counter_ns())
+        start = time.perf_counter_ns()
+        prefix = self.prefix if not scalars else self._prefix_with(scalars)
+        return self._backend.submit_prepared(self, prefix, repeat_count, config, start)
 
     def run(
         self, repeat_count: int, *, scalars: Mapping[str, Any] | None = None
@@ -145,18 +172,8 @@ class PreparedSequence:
             DispatchError: The run failed on the device.
         """
         start = time.perf_counter_ns()
-        prefix = self._prefix if not scalars else self._prefix_with(scalars)
-        return self._backend._run_bound(self, prefix, repeat_count, start)
-
-    def _submit(
-        self,
-        repeat_count: int,
-        scalars: Mapping[str, Any] | None,
-        config: DispatchConfig | None,
-        start: int,
-    ) -> PendingDispatch[list[np.ndarray]]:
-        prefix = self._prefix if not scalars else self._prefix_with(scalars)
-        return self._backend._submit_bound(self, prefix, repeat_count, config, start)
+        prefix = self.prefix if not scalars else self._prefix_with(scalars)
+        return self._backend.run_prepared(self, prefix, repeat_count, start)
 
     def _prefix_with(self, scalars: Mapping[str, Any]) -> list[BoundCall[ResidentBuffer]]:
         # Types are part of the key: 1, 1.0 and True are equal, but a kernel may take
@@ -176,7 +193,7 @@ class PreparedSequence:
                 fix="pass only scalars of the prefix steps, or prepare another sequence.",
             )
         bound = []
-        for i, (step, call) in enumerate(zip(self._steps, self._prefix, strict=True)):
+        for i, (step, call) in enumerate(zip(self._steps, self.prefix, strict=True)):
             mine = {p.name: scalars[p.name] for p in step.kernel.scalar_params if p.name in scalars}
             if mine:
                 call = bind_step(

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ..kernels._kernel import Kernel
+from ..kernels import Kernel
 
 __all__ = ["PreparedDispatch"]
 

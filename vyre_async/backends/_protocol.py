@@ -7,25 +7,19 @@ alone, so it runs unchanged on either backend.
 from __future__ import annotations
 
 from collections.abc import Coroutine, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Literal, Protocol
+from typing import Any, Literal, Protocol
 
 import numpy as np
 
-from ..kernels._kernel import Kernel
-from ..streams._pending import PendingDispatch
+from .._lifecycle import LifecycleState
+from ..kernels import Kernel
+from ..streams import PendingDispatch
 from ..telemetry import Activity, TelemetrySnapshot
 from ._config import DispatchConfig
-from ._core import BackendState
 from ._prepared import PreparedSequence
 from ._prepared_dispatch import PreparedDispatch
 from ._resident import ResidentBuffer
 from ._sequence import ReadRange, SequenceStep
-
-if TYPE_CHECKING:
-    from ..egraph import EGraphDeviceView, EGraphHostView, EGraphSession, ResidentEGraph
-    from ..egraph._upload import EGraphSource
-    from ..graphs import CsrGraph
-    from ..sessions import BatchingConfig, ResidentGraphSession
 
 
 class Backend(Protocol):
@@ -43,7 +37,7 @@ class Backend(Protocol):
         ...
 
     @property
-    def state(self) -> BackendState:
+    def state(self) -> LifecycleState:
         """Unopened, open or closed."""
         ...
 
@@ -145,34 +139,16 @@ class Backend(Protocol):
         """Copy several ranges back behind one fence."""
         ...
 
+    def owns(self, buffer: object) -> bool:
+        """Whether ``buffer`` is a live resident buffer of this backend."""
+        ...
+
     async def settle(self, buffers: Sequence[ResidentBuffer]) -> None:
         """Wait until no unfinished work uses the buffers."""
         ...
 
     async def free(self, buffer: ResidentBuffer) -> None:
         """Release a resident buffer."""
-        ...
-
-    def resident_graph(
-        self, graph: CsrGraph, *, batching: BatchingConfig | None = None
-    ) -> ResidentGraphSession:
-        """A session keeping ``graph`` resident; use it with ``async with``."""
-        ...
-
-    async def upload_egraph(
-        self, source: EGraphSource, *, chunk_bytes: int | None = None
-    ) -> ResidentEGraph:
-        """Upload an e-graph snapshot or plan as one resident buffer plus its layout."""
-        ...
-
-    def egraph_view(self, image: ResidentEGraph) -> EGraphDeviceView | EGraphHostView:
-        """Resolve a resident e-graph image into checked per-column pointers or views."""
-        ...
-
-    def egraph_session(
-        self, source: EGraphSource, *, chunk_bytes: int | None = None
-    ) -> EGraphSession:
-        """A session keeping an e-graph resident; use it with ``async with``."""
         ...
 
     def telemetry(self) -> TelemetrySnapshot:

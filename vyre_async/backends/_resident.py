@@ -17,7 +17,7 @@ from typing import Any, Generic, TypeVar
 import numpy as np
 
 from ..errors import LifecycleError, ValidationError
-from ..streams._completion import Completion
+from ..streams import Completion
 
 S = TypeVar("S")
 

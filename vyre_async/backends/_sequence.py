@@ -5,13 +5,16 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import Any
 
 from ..errors import ValidationError
-from ..kernels._kernel import BoundCall, Kernel
-from ..kernels._signature import Scalar
+from ..kernels import BoundCall, Kernel, Scalar
 from ._resident import ResidentBuffer
 
 _set = object.__setattr__  # how a frozen dataclass sets its own fields
+
+#: (storage, handle, offset, count) of one range to read, already checked.
+ReadPlan = tuple[Any, ResidentBuffer, int, int]
 
 
 @dataclass(frozen=True, slots=True)

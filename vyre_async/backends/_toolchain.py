@@ -14,9 +14,9 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass
 
+from ..cuda import call, load_driver
 from ..errors import UnsupportedFeatureError, VyreError
-from ..kernels._nvrtc import nvrtc_version
-from ..streams._driver import call, load_driver
+from ..kernels import nvrtc_version
 
 #: The oldest driver branch that supports each CUDA major this package has an extra for.
 DRIVER_BRANCH = {12: 525, 13: 580}

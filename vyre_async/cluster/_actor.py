@@ -20,10 +20,8 @@ import numpy as np
 
 from ..backends import BackendKind, open_backend
 from ..graphs import CsrGraph, trusted_csr
-from ..jobs._execute import execute_block
-from ..jobs._graph_source import graph_loads
-from ..jobs._spec import JobSpec
-from ..sessions import ResidentGraphSession
+from ..jobs import JobSpec, execute_block, graph_loads
+from ..sessions import ResidentGraphSession, resident_graph
 from ._wire import BlockRequest, encode_result
 
 
@@ -97,7 +95,7 @@ class GraphWorker:
                 try:
                     backend = await stack.enter_async_context(open_backend(self._kind))
                     self._session = await stack.enter_async_context(
-                        backend.resident_graph(graph, batching=batching)
+                        resident_graph(backend, graph, batching=batching)
                     )
                 except BaseException:
                     await stack.aclose()

@@ -22,18 +22,17 @@ from __future__ import annotations
 import asyncio
 import secrets
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
 import anyio
 import msgspec
 import numpy as np
 
-from ..backends import BackendKind
+from ..backends import BackendKind, DeviceSelector
 from ..errors import ConfigurationError, DispatchError
 from ..graphs import CsrGraph
-from ..jobs._execute import BlockResult
-from ..jobs._spec import JobSpec, WorkloadSection
+from ..jobs import BlockExecutor, BlockResult, JobSpec, WorkloadSection
 from ..logging import get_logger
 from ._actor import GraphWorker, WorkerInfo
 from ._wire import BlockRequest, WireArray, decode_result
@@ -270,3 +269,26 @@ async def ray_target(
             await anyio.to_thread.run_sync(
                 lambda: [ray.kill(actor, no_restart=True) for actor in actors]
             )
+
+
+class RayExecutor:
+    """``[job] executor = "ray"``: blocks on Ray actors (registered when this package loads)."""
+
+    def connect(self, spec: JobSpec) -> AbstractAsyncContextManager[RayConnection]:
+        """Join ``ray_address`` or start a local Ray, in the background (:func:`connect_ray`)."""
+        return connect_ray(spec)
+
+    def target(
+        self,
+        connection: RayConnection,
+        spec: JobSpec,
+        *,
+        backend: BackendKind,
+        devices: DeviceSelector,
+        graph: CsrGraph,
+        execute: BlockExecutor,
+    ) -> AbstractAsyncContextManager[RayTarget]:
+        """One actor per GPU of the cluster (:func:`ray_target`); ``devices`` and
+        ``execute`` are the actors' own (each holds one GPU and runs
+        :func:`~vyre_async.jobs.execute_block`)."""
+        return ray_target(connection, spec, backend, graph)

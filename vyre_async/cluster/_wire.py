@@ -9,7 +9,7 @@ from __future__ import annotations
 import msgspec
 import numpy as np
 
-from ..jobs._execute import BlockResult
+from ..jobs import BlockResult
 
 
 class WireArray(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

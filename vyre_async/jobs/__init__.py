@@ -14,6 +14,9 @@ from ._arrays import read_item_array as read_item_array
 from ._execute import BlockExecutor as BlockExecutor
 from ._execute import BlockResult as BlockResult
 from ._execute import execute_block as execute_block
+from ._executors import Executor as Executor
+from ._executors import register_executor as register_executor
+from ._graph_source import graph_loads as graph_loads
 from ._items import total_items as total_items
 from ._load import load_job as load_job
 from ._metrics import JobMetrics as JobMetrics
@@ -25,7 +28,7 @@ from ._reading import read_records as read_records
 from ._records import ItemRecord as ItemRecord
 from ._records import Manifest as Manifest
 from ._runner import JobRunner as JobRunner
-from ._runner import RunnerState as RunnerState
+from ._signals import exiting_at_once_on_signals as exiting_at_once_on_signals
 from ._spec import BatchingSection as BatchingSection
 from ._spec import GraphSection as GraphSection
 from ._spec import JobSection as JobSection
@@ -41,6 +44,7 @@ __all__ = [
     "BatchingSection",
     "BlockExecutor",
     "BlockResult",
+    "Executor",
     "GraphSection",
     "ItemArrays",
     "ItemRecord",
@@ -55,15 +59,17 @@ __all__ = [
     "Manifest",
     "OutputSection",
     "RandomSources",
-    "RunnerState",
     "WorkloadSection",
     "backend_unavailable_reason",
     "check_job",
     "execute_block",
+    "exiting_at_once_on_signals",
+    "graph_loads",
     "load_job",
     "open_item_arrays",
     "read_item_array",
     "read_records",
+    "register_executor",
     "serve_metrics",
     "total_items",
 ]

@@ -18,11 +18,11 @@ from typing import Literal
 import anyio
 import anyio.abc
 
+from ..algorithms.rmat import MAX_DEVICE_RMAT_KEYS, rmat_on_device
 from ..backends import BackendKind, DeviceSelector, open_backend
 from ..errors import VyreError
 from ..graphs import CsrGraph, RmatParams, rmat, rmat_params
 from ..logging import get_logger
-from ..sessions import MAX_DEVICE_RMAT_KEYS, rmat_on_device
 from ._graph_cache import load_cached_rmat, save_cached_rmat
 from ._graph_source import load_job_graph
 from ._spec import JobSpec

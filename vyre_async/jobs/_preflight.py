@@ -32,9 +32,9 @@ import msgspec
 
 from .._memory import GIB, check_host_memory
 from ..backends import BackendKind, DeviceSelector
+from ..cuda import call, load_driver
 from ..errors import ConfigurationError, ValidationError, VyreError
 from ..graphs import read_graph_header
-from ..streams import call, load_driver
 from ._columns import optional
 from ._items import check_sources, total_items
 from ._spec import JobSpec

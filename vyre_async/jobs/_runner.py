@@ -20,7 +20,6 @@ again, at most ``limits.max_reopens`` times. The committer lives across generati
 from __future__ import annotations
 
 import contextlib
-import enum
 import itertools
 import os
 import signal
@@ -39,12 +38,12 @@ import numpy as np
 from anyio.abc import ObjectReceiveStream, ObjectSendStream
 
 from .._groups import sole_vyre_error
+from .._lifecycle import Lifecycle
 from .._version import __version__
 from ..backends import BackendKind, DeviceSelector
 from ..errors import (
     ConfigurationError,
     DeviceLostError,
-    LifecycleError,
     UnsupportedFeatureError,
     VyreError,
 )
@@ -54,6 +53,7 @@ from ..telemetry import MetricFamily
 from ._committer import Committer, Outcomes
 from ._count_records import RecordPart
 from ._execute import BlockExecutor, array_records, count_records, execute_block
+from ._executors import Executor, LocalExecutor, executor_for
 from ._graph_prep import prepare_job_graph
 from ._graph_source import job_fingerprint, resolve_sources
 from ._items import ItemBlock, check_sources, iter_blocks, sources_out_degree, total_items
@@ -66,7 +66,7 @@ from ._signals import exit_code, exiting_at_once_on_signals, noting_signals
 from ._spec import JobSpec
 from ._store import LOG_FILE, ResultStore
 from ._summary import JobSummary
-from ._targets import BlockTarget, LocalTarget, local_target
+from ._targets import BlockTarget, LocalTarget
 
 _log = get_logger("vyre_async.jobs")
 
@@ -82,15 +82,7 @@ SIGNAL_POLL_S = 0.05
 TIMEOUT_CODE, UNEXPECTED_CODE = 0, 1
 
 
-class RunnerState(enum.Enum):
-    """Lifecycle of a runner: made, running once, finished."""
-
-    UNOPENED = "unopened"
-    RUNNING = "running"
-    FINISHED = "finished"
-
-
-class JobRunner:
+class JobRunner(Lifecycle):
     """Runs one job once.
 
     Args:
@@ -113,6 +105,10 @@ class JobRunner:
         report: Called with the summary when the runner ends the process itself
             (past the drain deadline), where :meth:`run` cannot return it.
     """
+
+    _noun = "job runner"
+    _open_verb = "run"
+    _make_fix = "make a new JobRunner per run."
 
     def __init__(
         self,
@@ -150,7 +146,6 @@ class JobRunner:
         self._started = 0.0
         self._started_at = ""
         self._job_file_path = str(self._job_file)
-        self._state = RunnerState.UNOPENED
         self._total = total_items(spec)
         # Blocks taken from the item sequence and not yet handed to the committer.
         self._pending: dict[int, ItemBlock] = {}
@@ -168,12 +163,8 @@ class JobRunner:
         self._backend_name = ("", "")
         self._telemetry: dict[str, Any] | None = None
         self._batches: dict[str, Any] | None = None
-        self._cluster: Any = None  # the RayConnection of a Ray job
-
-    @property
-    def state(self) -> RunnerState:
-        """Unopened, running or finished."""
-        return self._state
+        self._executor: Executor = LocalExecutor()
+        self._connection: Any = None  # what the executor connected (Ray: the cluster)
 
     async def run(self) -> JobSummary:
         """Run the job to completion, a stop (signal, failures) or a fatal error.
@@ -185,11 +176,7 @@ class JobRunner:
             ConfigurationError: The output folder or graph cannot be used.
             LifecycleError: This runner ran before.
         """
-        if self._state is not RunnerState.UNOPENED:
-            raise LifecycleError(
-                f"this job runner is {self._state.value}", fix="make a new JobRunner per run."
-            )
-        self._state = RunnerState.RUNNING
+        self._enter_open()
         try:
             with exiting_at_once_on_signals(self._handle_signals):
                 return await self._run()
@@ -199,7 +186,7 @@ class JobRunner:
                 raise
             raise error from None
         finally:
-            self._state = RunnerState.FINISHED
+            self._enter_closed()
 
     async def _run(self) -> JobSummary:
         spec = self._spec
@@ -270,7 +257,7 @@ class JobRunner:
         )
         # Ray (when used) starts while the graph is prepared; the graph cache is written
         # in the background while the job runs.
-        async with self._connect_cluster(), anyio.create_task_group() as background:
+        async with self._connect_executor(), anyio.create_task_group() as background:
             graph = await prepare_job_graph(
                 spec, self._job_file, self._backend_kind, self._devices, background
             )
@@ -417,28 +404,24 @@ class JobRunner:
         ]
 
     @asynccontextmanager
-    async def _connect_cluster(self) -> AsyncIterator[None]:
-        """Join or start Ray for a Ray job (in the background); nothing for a local one."""
-        if self._spec.job.executor != "ray":
-            yield
-            return
-        from ..cluster import connect_ray  # Ray is an optional extra
-
-        async with connect_ray(self._spec) as connection:
-            self._cluster = connection
+    async def _connect_executor(self) -> AsyncIterator[None]:
+        """Connect the job's executor for the run (Ray: joined in the background)."""
+        self._executor = executor_for(self._spec.job.executor)
+        async with self._executor.connect(self._spec) as connection:
+            self._connection = connection
             try:
                 yield
             finally:
-                self._cluster = None
+                self._connection = None
 
     def _open_target(self, graph: CsrGraph) -> AbstractAsyncContextManager[BlockTarget]:
-        spec = self._spec
-        if spec.job.executor == "ray":
-            from ..cluster import ray_target
-
-            return ray_target(self._cluster, spec, self._backend_kind, graph)
-        return local_target(
-            self._backend_kind, self._devices, graph, spec.batching.session_config(), self._execute
+        return self._executor.target(
+            self._connection,
+            self._spec,
+            backend=self._backend_kind,
+            devices=self._devices,
+            graph=graph,
+            execute=self._execute,
         )
 
     async def _produce(

@@ -14,9 +14,9 @@ from typing import Any, Protocol
 import msgspec
 import numpy as np
 
-from ..backends import BackendKind, DeviceSelector, open_backend
+from ..backends import BackendKind, DeviceSelector, open_devices
 from ..graphs import CsrGraph
-from ..sessions import BatchingConfig, ResidentGraphSession
+from ..sessions import BatchingConfig, ResidentGraphSession, resident_graph
 from ..telemetry import MetricFamily, telemetry_families
 from ._execute import BlockExecutor, BlockResult
 from ._spec import WorkloadSection
@@ -44,10 +44,10 @@ class LocalTarget:
 
     Args:
         session: The open session.
-        backend: Its backend's kind.
-        device: Its backend's device name.
+        backend: Its backends' kind.
+        device: Its devices' names.
         execute: Runs a block on the session.
-        telemetry: The backend's telemetry snapshot function.
+        telemetry: The devices' telemetry snapshot function.
     """
 
     concurrency = 4
@@ -99,9 +99,10 @@ async def local_target(
     batching: BatchingConfig,
     execute: BlockExecutor,
 ) -> AsyncIterator[LocalTarget]:
-    """Open a backend and a batching session over ``graph``; close both afterwards."""
+    """Open the devices and a batching session over ``graph``; close both afterwards."""
     async with (
-        open_backend(kind, device=devices) as backend,
-        backend.resident_graph(graph, batching=batching) as session,
+        open_devices(kind, devices=devices) as group,
+        resident_graph(group, graph, batching=batching) as session,
     ):
-        yield LocalTarget(session, backend.kind, backend.device_name, execute, backend.telemetry)
+        device = " + ".join(group.device_names)
+        yield LocalTarget(session, group.kind, device, execute, group.telemetry)

@@ -14,6 +14,7 @@ from typing import Generic, TypeVar
 import numpy as np
 
 from ..errors import ValidationError
+from ._launch import LaunchRule, LaunchShape
 from ._signature import (
     BufferParam,
     Param,
@@ -28,51 +29,6 @@ B = TypeVar("B", bound=SizedBuffer)
 #: A CPU reference: reads the ``in``/``inout`` arrays, writes ``out``/``inout`` arrays in
 #: place (outputs arrive zeroed, as on the device), given the coerced scalars.
 Reference = Callable[[Mapping[str, np.ndarray], Mapping[str, np.generic]], None]
-
-
-@dataclass(frozen=True, slots=True)
-class LaunchShape:
-    """Grid and block dimensions plus dynamic shared memory, for one launch."""
-
-    grid: tuple[int, int, int]
-    block: tuple[int, int, int]
-    shared_bytes: int = 0
-
-    @property
-    def empty(self) -> bool:
-        """A grid with no blocks: the launch is skipped (zero-length inputs)."""
-        return 0 in self.grid
-
-    @property
-    def threads_per_block(self) -> int:
-        """Threads in one block."""
-        return self.block[0] * self.block[1] * self.block[2]
-
-
-LaunchRule = Callable[[Mapping[str, int]], LaunchShape]
-
-
-def grid_stride(
-    symbol: str, *, block: int = 256, items_per_thread: int = 1, max_blocks: int = 4096
-) -> LaunchRule:
-    """A 1-D launch rule for grid-stride kernels over ``sizes[symbol]`` elements.
-
-    Args:
-        symbol: The size symbol the grid covers.
-        block: Threads per block.
-        items_per_thread: Elements one thread handles per grid pass (sizes the grid).
-        max_blocks: Cap on blocks; the kernel's grid-stride loop covers the rest.
-
-    Returns:
-        A rule mapping bound sizes to a :class:`LaunchShape`.
-    """
-
-    def rule(sizes: Mapping[str, int]) -> LaunchShape:
-        per_block = block * items_per_thread
-        blocks = min(max_blocks, -(-sizes[symbol] // per_block))
-        return LaunchShape(grid=(blocks, 1, 1), block=(block, 1, 1))
-
-    return rule
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,7 +6,8 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from ._kernel import Kernel, grid_stride
+from ._kernel import Kernel
+from ._launch import grid_stride
 from ._signature import BufferParam, ScalarParam
 
 #: Threads per block; a multiple of 32 because the shuffles use a full-warp mask.

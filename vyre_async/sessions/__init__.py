@@ -1,35 +1,33 @@
-"""Sessions: work kept resident on a backend (resident graphs and their analyses)."""
+"""Sessions: work kept resident on a backend (or a device group) across many calls.
 
-from ._batch_stats import BatcherStats as BatcherStats
-from ._batcher import BatcherState as BatcherState
-from ._batcher import DynamicBatcher as DynamicBatcher
-from ._graph_session import BatchingConfig as BatchingConfig
+:func:`resident_graph` keeps a graph on the device for BFS, k-hop, reachability and
+PageRank, coalescing concurrent queries into multi-source traversals planned by
+:func:`plan_multi_query`; :func:`egraph_session` keeps an e-graph for
+canonicalization. Both are async context managers.
+"""
+
+from ._batched import BatchingConfig as BatchingConfig
+from ._egraph_session import EGraphSession as EGraphSession
 from ._graph_session import ResidentGraphSession as ResidentGraphSession
-from ._graph_session import SessionState as SessionState
+from ._open import egraph_session as egraph_session
+from ._open import resident_graph as resident_graph
 from ._planner import MultiQueryPlan as MultiQueryPlan
 from ._planner import QueryChunk as QueryChunk
 from ._planner import TraversalQuery as TraversalQuery
 from ._planner import chunk_bytes as chunk_bytes
 from ._planner import plan_multi_query as plan_multi_query
-from ._rmat_device import MAX_DEVICE_RMAT_KEYS as MAX_DEVICE_RMAT_KEYS
-from ._rmat_device import device_rmat_bytes as device_rmat_bytes
-from ._rmat_device import rmat_on_device as rmat_on_device
 from ._stats import SessionStats as SessionStats
 
 __all__ = [
-    "BatcherState",
-    "BatcherStats",
     "BatchingConfig",
-    "DynamicBatcher",
-    "MAX_DEVICE_RMAT_KEYS",
+    "EGraphSession",
     "MultiQueryPlan",
     "QueryChunk",
     "ResidentGraphSession",
-    "SessionState",
     "SessionStats",
     "TraversalQuery",
     "chunk_bytes",
-    "device_rmat_bytes",
+    "egraph_session",
     "plan_multi_query",
-    "rmat_on_device",
+    "resident_graph",
 ]

@@ -14,16 +14,14 @@ from collections.abc import Awaitable, Callable
 
 import numpy as np
 
-from ..backends import ResidentBuffer, SequenceStep
-from ..kernels import MSBFS_MAX_WORDS, _bfs, _pagerank
-from ._multi_query import MultiSourceTraversal
+from ..algorithms import bfs, msbfs, pagerank
+from ..backends import ResidentBuffer
 from ._planner import TraversalShape, lane_chunks
-from ._repeat import prepare_batches, run_prepared, run_until_done
-from ._replica import BfsScratch, GraphReplica
+from ._replica import GraphReplica
 from ._stats import RunCounters
 
 #: ``max_level`` of a traversal limited only by the graph.
-UNLIMITED = _bfs.BFS_UNLIMITED
+UNLIMITED = bfs.BFS_UNLIMITED
 #: Device bytes one multi-source traversal may use besides the graph, by default.
 DEFAULT_QUERY_BUDGET = 4 << 30
 
@@ -93,28 +91,6 @@ class TraversalRun:
         )
 
 
-def _level_steps(replica: GraphReplica, scratch: BfsScratch) -> list[SequenceStep]:
-    """One direction-optimizing level: top-down, bottom-up, then the switch and advance."""
-    b = replica.buffers
-    levels, state = scratch.levels, scratch.state
-    return [
-        SequenceStep(
-            _bfs.bfs_top_down,
-            {"offsets": b["offsets"], "indices": b["indices"], "levels": levels, "state": state},
-        ),
-        SequenceStep(
-            _bfs.bfs_bottom_up,
-            {
-                "in_offsets": b["in_offsets"],
-                "in_indices": b["in_indices"],
-                "levels": levels,
-                "state": state,
-            },
-        ),
-        SequenceStep(_bfs.bfs_advance, {"levels": levels, "state": state}, {"bottom_up": 1}),
-    ]
-
-
 async def traverse(
     replica: GraphReplica,
     run: TraversalRun,
@@ -123,25 +99,10 @@ async def traverse(
     check: Callable[[], None],
 ) -> np.ndarray:
     """Direction-optimizing BFS from ``source`` into ``run``; returns the state words."""
-    scratch = run.scratch
-    check()
-    if scratch.first is None or scratch.more is None:
-        init = SequenceStep(
-            _bfs.bfs_init,
-            {"levels": scratch.levels, "state": scratch.state},
-            {"source": 0, "max_level": UNLIMITED},
-        )
-        scratch.first, scratch.more = prepare_batches(
-            replica.backend, [init], _level_steps(replica, scratch), scratch.state
-        )
-    words, run.device_ns = await run_prepared(
-        scratch.first,
-        scratch.more,
-        _bfs.STATE_DONE,
-        scalars={"source": int(source), "max_level": max_level},
-        check=check,
+    words, run.device_ns = await bfs.traverse(
+        replica.backend, replica.buffers, run.scratch, source, max_level, check
     )
-    run.levels_run = int(words[_bfs.STATE_LEVELS_RUN])
+    run.levels_run = int(words[bfs.STATE_LEVELS_RUN])
     return words
 
 
@@ -160,73 +121,16 @@ async def pagerank_on(
     ``order`` gives the shares order (:func:`.shares_order`) the first time the
     replica runs PageRank; that run also uploads it and renumbers the in-lists.
     """
-    damping, tol, max_iter = params
     backend = replica.backend
     before = backend.activity()
     started = time.perf_counter_ns()
     inputs = await replica.pagerank_inputs(order)
     scratch, reused = await replica.pr_scratch(num_vertices)
     counters.scratch_reused += reused
-    rank_a, rank_b, contrib, pr_state = scratch
-    b = replica.buffers
-
-    def half(src: ResidentBuffer, dst: ResidentBuffer) -> list[SequenceStep]:
-        # dst arrives zeroed (pr_init, or the previous pr_update clearing it).
-        return [
-            SequenceStep(
-                _pagerank.pr_dangling,
-                {"rank": src, "out_degree": b["out_degree"], "pr_state": pr_state},
-            ),
-            SequenceStep(
-                _pagerank.pr_gather,
-                {
-                    "in_offsets": b["in_offsets"],
-                    "in_indices": inputs.in_indices,
-                    "contrib": contrib,
-                    "sums": dst,
-                    "pr_state": pr_state,
-                },
-            ),
-            SequenceStep(
-                _pagerank.pr_update,
-                {
-                    "rank_in": src,
-                    "rank_out": dst,
-                    "out_degree": b["out_degree"],
-                    "rank_of": inputs.rank_of,
-                    "contrib": contrib,
-                    "pr_state": pr_state,
-                },
-                {"damping": damping},
-            ),
-            SequenceStep(_pagerank.pr_check, {"pr_state": pr_state}),
-        ]
-
-    prefix = [
-        SequenceStep(
-            _pagerank.pr_init,
-            {
-                "rank": rank_a,
-                "other": rank_b,
-                "contrib": contrib,
-                "out_degree": b["out_degree"],
-                "rank_of": inputs.rank_of,
-                "pr_state": pr_state,
-            },
-            {"tol": tol, "max_iter": max_iter},
-        )
-    ]
     try:
-        words, device_ns = await run_until_done(
-            backend,
-            prefix,
-            half(rank_a, rank_b) + half(rank_b, rank_a),
-            pr_state,
-            _pagerank.STATE_DONE,
-            check=check,
+        ranks, iterations, device_ns = await pagerank.run_pagerank(
+            backend, replica.buffers, inputs, scratch, params, check, out
         )
-        iterations = int(words[_pagerank.STATE_ITERATIONS])
-        ranks = await backend.read(rank_b if iterations % 2 else rank_a, out=out)
     finally:
         if keep() and replica.lost is None:
             replica.free_pr.append(scratch)
@@ -258,14 +162,25 @@ async def traverse_many(
         budget_bytes=budget_bytes
         if budget_bytes is not None
         else graph_bytes + DEFAULT_QUERY_BUDGET,
-        max_words=MSBFS_MAX_WORDS,
+        max_words=msbfs.MSBFS_MAX_WORDS,
         first="each query",
     )
     backend = replica.backend
     before = backend.activity()
     started = time.perf_counter_ns()
-    runner = MultiSourceTraversal(backend, replica.buffers, num_vertices)
-    rows = [await runner.run(shape, sources[start:stop], words) for start, stop, words in chunks]
+    runner = msbfs.MultiSourceTraversal(backend, replica.buffers, num_vertices)
+    max_level = shape.k if shape.kind == "khop" and shape.k is not None else msbfs.MSBFS_UNLIMITED
+    readback = "counts" if shape.kind == "reach" else shape.readback
+    rows = [
+        await runner.run(
+            sources[start:stop],
+            words=words,
+            max_level=max_level,
+            readback=readback,
+            targets=shape.targets,
+        )
+        for start, stop, words in chunks
+    ]
     counters.add_run(
         before,
         backend.activity(),

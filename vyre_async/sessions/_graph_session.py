@@ -5,31 +5,27 @@ BFS and pull PageRank read) go to each device in one ``upload_group``: one
 allocation, one transfer. Each analysis then runs as resident repeated sequences
 (see :mod:`._analyses`) on one replica of the graph.
 
-A session over a multi-device backend keeps one replica per device: each analysis
-(and, with batching, each batch) runs on the replica with the least work running,
-so batches spread over devices by queue depth; a replica whose device is lost is
+A session over a device group keeps one replica per device: each analysis (and,
+with batching, each batch) runs on the replica with the least work running, so
+batches spread over devices by queue depth; a replica whose device is lost is
 taken out and its work runs again on the others.
 """
 
 from __future__ import annotations
 
-import enum
-from collections.abc import Awaitable, Callable, Sequence
-from types import TracebackType
-from typing import Annotated, Any, Self, TypeVar
+from collections.abc import Sequence
+from typing import Any, Self
 
 import anyio
-import msgspec
 import numpy as np
 
-from .._groups import sole_vyre_error
-from ..backends import Backend
-from ..backends._core import check_out
-from ..backends._interop import is_foreign
-from ..errors import DeviceLostError, LifecycleError, ValidationError
+from .._lifecycle import AsyncLifecycle, LifecycleState
+from ..algorithms import bfs
+from ..algorithms.pagerank import shares_order
+from ..backends import Backend, DeviceGroup, check_out, is_foreign
+from ..batching import DynamicBatcher
+from ..errors import ValidationError
 from ..graphs import CsrGraph
-from ..kernels import _bfs
-from ..logging import get_logger
 from ._analyses import (
     DEFAULT_QUERY_BUDGET,
     UNLIMITED,
@@ -38,102 +34,61 @@ from ._analyses import (
     traverse,
     traverse_many,
 )
-from ._batch_stats import BatcherStats
-from ._batcher import DynamicBatcher
+from ._batched import (
+    BFS_SHAPE,
+    REACH_SHAPE,
+    BatchedQueries,
+    BatchingConfig,
+    reached_vertices,
+    to_device_array,
+)
 from ._planner import Readback, TraversalShape
-from ._query_block import QueryBlock, block_group, block_lanes, split_rows
-from ._replica import GraphReplica, shares_order
+from ._query_block import QueryBlock
+from ._replica import GraphReplica
+from ._replicas import ReplicaSet
 from ._stats import RunCounters, SessionStats
 
-__all__ = ["DEFAULT_QUERY_BUDGET", "BatchingConfig", "ResidentGraphSession", "SessionState"]
-
-_log = get_logger("vyre_async.sessions")
-T = TypeVar("T")
-
-#: The shapes of a single ``bfs`` and ``reach_count`` query in a batch.
-_BFS = TraversalShape()
-_REACH = TraversalShape(kind="reach", readback="counts")
+__all__ = ["DEFAULT_QUERY_BUDGET", "BatchingConfig", "ResidentGraphSession"]
 
 
-async def _to_device_array(replica: GraphReplica, levels: np.ndarray, out: Any) -> Any:
-    """Copy host levels into another library's device array (through a resident buffer)."""
-    backend = replica.backend
-    staged = await backend.upload(levels)
-    try:
-        await backend.read(staged, out=out)
-    finally:
-        await backend.free(staged)
-    return out
+class ResidentGraphSession(BatchedQueries, AsyncLifecycle):
+    """A graph resident on one device or a group's, analysed again and again without re-uploading.
 
-
-def _reached_vertices(levels: np.ndarray) -> np.ndarray:
-    return np.flatnonzero(levels >= 0).astype(np.int32)
-
-
-class BatchingConfig(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """How concurrent ``bfs`` / ``khop`` / ``reach_count`` calls are coalesced.
-
-    Attributes:
-        max_batch: Queries per multi-source traversal (64 per 64-bit lane word, up to
-            1024).
-        max_delay: Seconds the oldest queued query may wait for more company while a
-            traversal runs; when the device is idle a batch starts at once.
-        queue_size: Queries that may wait; a full queue blocks callers, or rejects
-            them with QueueFullError when ``reject_when_full``.
-        reject_when_full: Reject rather than block when the queue is full.
-        in_flight: Batches that may run at once on each device. With 2, one batch's
-            host work (scratch allocation, launches, readback) overlaps the other's
-            traversal, which pays when full batches queue back to back (a batch
-            job); with 1, queries that arrive while a batch runs wait for it and
-            join the next one, so batches are fuller.
-    """
-
-    max_batch: Annotated[int, msgspec.Meta(ge=1, le=1024)] = 1024
-    max_delay: Annotated[float, msgspec.Meta(ge=0)] = 0.0005
-    queue_size: Annotated[int, msgspec.Meta(ge=1)] = 65536
-    reject_when_full: bool = False
-    in_flight: Annotated[int, msgspec.Meta(ge=1, le=8)] = 1
-
-
-class SessionState(enum.Enum):
-    """Lifecycle of a session."""
-
-    UNOPENED = "unopened"
-    OPEN = "open"
-    CLOSED = "closed"
-
-
-class ResidentGraphSession:
-    """A graph resident on a backend's devices, analysed again and again without re-uploading.
-
-    Made by :meth:`Backend.resident_graph` (an async context manager); every method
-    raises :class:`LifecycleError` outside it.
+    Made by :func:`vyre_async.resident_graph` (an async context manager); every method
+    raises :class:`~vyre_async.errors.LifecycleError` outside it.
 
     With ``batching``, concurrent ``bfs`` / ``khop`` / ``reach_count`` calls queue
     into a :class:`DynamicBatcher` and run together as multi-source traversals; a
     lone call still runs the single-source, direction-optimizing traversal.
 
     Args:
-        backend: An open backend, or several (one replica of the graph on each).
+        backend: An open backend, an open device group (one replica of the graph on
+            each of its backends), or a sequence of open backends.
         graph: The graph; it is not copied on the host, only uploaded.
         batching: Coalesce concurrent queries (``None``: every call runs alone).
     """
 
+    _noun = "resident-graph session"
+    _make_fix = "open a new one with vyre_async.resident_graph(backend, graph)."
+    _use_fix = "use it inside `async with vyre_async.resident_graph(backend, graph) as session:`."
+
     def __init__(
         self,
-        backend: Backend | Sequence[Backend],
+        backend: Backend | DeviceGroup | Sequence[Backend],
         graph: CsrGraph,
         *,
         batching: BatchingConfig | None = None,
     ) -> None:
         if not isinstance(graph, CsrGraph):
             raise TypeError(f"resident_graph takes a CsrGraph, got {type(graph).__name__}")
-        backends = list(backend) if isinstance(backend, Sequence) else [backend]
-        if not backends:
-            raise ValueError("a resident-graph session needs at least one backend")
-        self._replicas = [GraphReplica(b, i) for i, b in enumerate(backends)]
+        if isinstance(backend, DeviceGroup):
+            backends = list(backend.backends)
+        elif isinstance(backend, Sequence):
+            backends = list(backend)
+        else:
+            backends = [backend]
+        self._replicas = ReplicaSet(backends)
         self._graph = graph
-        self._state = SessionState.UNOPENED
         self._counters = RunCounters()
         self._batching = batching
         self._batcher: DynamicBatcher[QueryBlock, Any] | None = None
@@ -147,20 +102,10 @@ class ResidentGraphSession:
         """The graph this session holds."""
         return self._graph
 
-    @property
-    def state(self) -> SessionState:
-        """Unopened, open or closed."""
-        return self._state
-
     async def __aenter__(self) -> Self:
-        if self._state is not SessionState.UNOPENED:
-            raise LifecycleError(
-                f"this resident-graph session is {self._state.value} and cannot be opened again",
-                fix="open a new one with backend.resident_graph(graph).",
-            )
-        self._state = SessionState.OPEN
+        self._enter_open()
         try:
-            await self._upload()
+            await self._replicas.upload(self._graph)
             if self._batching is not None:
                 await self._start_batcher(self._batching)
         except BaseException:
@@ -168,34 +113,9 @@ class ResidentGraphSession:
             raise
         return self
 
-    async def _start_batcher(self, config: BatchingConfig) -> None:
-        self._batcher = DynamicBatcher(
-            self._run_batch,
-            max_batch=config.max_batch,
-            max_delay=config.max_delay,
-            queue_size=config.queue_size,
-            reject_when_full=config.reject_when_full,
-            lanes=block_lanes,
-            group=block_group,
-            max_in_flight=config.in_flight * len(self._replicas),
-            name="resident-graph query batcher",
-        )
-        task_group = anyio.create_task_group()
-        await task_group.__aenter__()
-        self._task_group = task_group
-        await task_group.start(self._batcher.run)
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
-
     async def aclose(self) -> None:
         """Free the graph and every scratch buffer. Idempotent; runs even when cancelled."""
-        if self._state is SessionState.CLOSED:
+        if self._state is LifecycleState.CLOSED:
             return
         if self._batcher is not None and self._task_group is not None:
             # Queued queries still run (the session is open for them), then the
@@ -205,50 +125,14 @@ class ResidentGraphSession:
             with anyio.CancelScope(shield=True):
                 await batcher.aclose()
             await task_group.__aexit__(None, None, None)
-        self._state = SessionState.CLOSED
-        with anyio.CancelScope(shield=True):
-            for replica in self._replicas:
-                await replica.free_all()
+        self._enter_closed()
+        await self._replicas.free_all()
 
     def _check_open(self) -> None:
-        if self._state is not SessionState.OPEN:
-            raise LifecycleError(
-                f"this resident-graph session is {self._state.value}",
-                fix="use it inside `async with backend.resident_graph(graph) as session:`.",
-            )
+        self._require_open()
 
     def _is_open(self) -> bool:
-        return self._state is SessionState.OPEN
-
-    def _device_arrays(self) -> dict[str, np.ndarray]:
-        """The arrays the kernels read: int64 offsets, out-degrees, the transpose."""
-        graph = self._graph
-        arrays: dict[str, np.ndarray] = {
-            "offsets": graph.offsets.astype(np.int64, copy=False),
-            "indices": graph.indices,
-            "out_degree": graph.out_degree(),
-        }
-        if not graph.symmetric:
-            transpose = graph.transpose()
-            arrays["in_offsets"] = transpose.offsets.astype(np.int64, copy=False)
-            arrays["in_indices"] = transpose.indices
-        return arrays
-
-    async def _upload(self) -> None:
-        # Widening offsets and transposing take seconds on large graphs: not on the loop.
-        arrays = await anyio.to_thread.run_sync(self._device_arrays)
-        if len(self._replicas) == 1:
-            await self._replicas[0].upload(self._graph, arrays)
-            return
-        try:
-            async with anyio.create_task_group() as tg:  # every device's copy at once
-                for replica in self._replicas:
-                    tg.start_soon(replica.upload, self._graph, arrays)
-        except BaseExceptionGroup as group:
-            error = sole_vyre_error(group)
-            if error is None:
-                raise
-            raise error from None
+        return self._state is LifecycleState.OPEN
 
     @property
     def batching(self) -> BatchingConfig | None:
@@ -259,40 +143,7 @@ class ResidentGraphSession:
     @property
     def devices(self) -> int:
         """Replicas still in service (devices not lost)."""
-        return sum(r.lost is None for r in self._replicas)
-
-    def _pick(self) -> GraphReplica:
-        if len(self._replicas) == 1 and self._replicas[0].lost is None:
-            return self._replicas[0]
-        live = [r for r in self._replicas if r.lost is None]
-        if not live:
-            raise DeviceLostError(
-                f"every device of this session was lost ({len(self._replicas)} of "
-                f"{len(self._replicas)}); last: {self._replicas[-1].lost}",
-                fix="restart the process; check the devices with `vyre-async info`.",
-            )
-        return min(live, key=lambda r: r.busy)
-
-    async def _on_replica(self, work: Callable[[GraphReplica], Awaitable[T]]) -> T:
-        """Run ``work`` on the least busy replica; on a lost device, on another one."""
-        while True:
-            replica = self._pick()
-            replica.busy += 1
-            try:
-                return await work(replica)
-            except DeviceLostError as exc:
-                if len(self._replicas) == 1:
-                    raise
-                replica.lost = exc
-                _log.warning(
-                    "device_taken_out",
-                    replica=replica.index,
-                    device=replica.backend.device_name,
-                    devices_left=self.devices,
-                    error=exc.what,
-                )
-            finally:
-                replica.busy -= 1
+        return self._replicas.live
 
     # ----------------------------------------------------------------- analyses
     async def bfs(
@@ -330,14 +181,14 @@ class ResidentGraphSession:
         if out is not None:
             check_out(out, np.dtype(np.int32), self._graph.num_vertices)
         if self._batcher is not None:
-            levels: np.ndarray = await self._submit_one(_BFS, source, priority, queue_timeout)
+            levels: np.ndarray = await self._submit_one(BFS_SHAPE, source, priority, queue_timeout)
             if out is None:
                 return levels
             if is_foreign(out):  # a device array: batches are unpacked on the host
-                return await self._on_replica(lambda r: _to_device_array(r, levels, out))
+                return await self._replicas.run(lambda r: to_device_array(r, levels, out))
             np.copyto(out.reshape(-1), levels)
             return out
-        return await self._on_replica(lambda r: self._levels_on(r, source, UNLIMITED, out))
+        return await self._replicas.run(lambda r: self._levels_on(r, source, UNLIMITED, out))
 
     async def khop(
         self, source: int, k: int, *, priority: int = 0, queue_timeout: float | None = None
@@ -353,8 +204,8 @@ class ResidentGraphSession:
             shape = TraversalShape(kind="khop", k=k)
             vertices: np.ndarray = await self._submit_one(shape, source, priority, queue_timeout)
             return vertices
-        levels = await self._on_replica(lambda r: self._levels_on(r, source, k))
-        return await anyio.to_thread.run_sync(_reached_vertices, levels)
+        levels = await self._replicas.run(lambda r: self._levels_on(r, source, k))
+        return await anyio.to_thread.run_sync(reached_vertices, levels)
 
     async def reach_count(
         self, source: int, *, priority: int = 0, queue_timeout: float | None = None
@@ -365,8 +216,8 @@ class ResidentGraphSession:
         """
         source = self._checked(source)
         if self._batcher is not None:
-            return int(await self._submit_one(_REACH, source, priority, queue_timeout))
-        return await self._on_replica(lambda r: self._count_on(r, source))
+            return int(await self._submit_one(REACH_SHAPE, source, priority, queue_timeout))
+        return await self._replicas.run(lambda r: self._count_on(r, source))
 
     async def _levels_on(
         self, replica: GraphReplica, source: int, max_level: int, out: np.ndarray | None = None
@@ -382,7 +233,7 @@ class ResidentGraphSession:
         n = self._graph.num_vertices
         async with TraversalRun(replica, self._counters, n, self._is_open) as run:
             words = await traverse(replica, run, source, max_level, self._check_open)
-        return int(words[_bfs.STATE_REACHED])
+        return int(words[bfs.STATE_REACHED])
 
     async def pagerank(
         self,
@@ -427,7 +278,7 @@ class ResidentGraphSession:
                 f"max_iter must be a positive int, got {max_iter!r}", fix="pass max_iter >= 1."
             )
         n, params = self._graph.num_vertices, (damping, tol, max_iter)
-        return await self._on_replica(
+        return await self._replicas.run(
             lambda r: pagerank_on(
                 r,
                 self._counters,
@@ -493,7 +344,7 @@ class ResidentGraphSession:
         if not len(array):
             return self._no_rows(readback, len(shape.targets))
         n = self._graph.num_vertices
-        rows = await self._on_replica(
+        rows = await self._replicas.run(
             lambda r: traverse_many(r, self._counters, n, shape, array, budget_bytes)
         )
         return rows[0] if len(rows) == 1 else np.concatenate(rows)
@@ -542,95 +393,9 @@ class ResidentGraphSession:
             self._check_source(int(array[np.flatnonzero((array < 0) | (array >= n))[0]]))
         return array.astype(np.int32)
 
-    def _no_rows(self, readback: Readback, num_targets: int) -> np.ndarray:
-        width = (
-            ()
-            if readback == "counts"
-            else ((num_targets,) if readback == "targets" else (self._graph.num_vertices,))
-        )
-        return np.zeros((0, *width), dtype=np.int32)
-
-    async def _submit_many(
-        self,
-        sources: np.ndarray,
-        shape: TraversalShape,
-        priority: int,
-        queue_timeout: float | None,
-    ) -> np.ndarray:
-        """``bfs_many`` through the batcher: blocks of up to ``max_batch`` queries."""
-        if not len(sources):
-            return self._no_rows(shape.readback, len(shape.targets))
-        size = self._batching.max_batch if self._batching is not None else len(sources)
-        blocks = [
-            QueryBlock(shape, sources[i : i + size], rows=True)
-            for i in range(0, len(sources), size)
-        ]
-        parts: list[np.ndarray] = [np.empty(0, np.int32)] * len(blocks)
-
-        async def one(index: int, block: QueryBlock) -> None:
-            parts[index] = await self._submit(block, priority, queue_timeout)
-
-        if len(blocks) == 1:
-            await one(0, blocks[0])
-        else:
-            async with anyio.create_task_group() as tg:
-                for index, block in enumerate(blocks):
-                    tg.start_soon(one, index, block)
-        return parts[0] if len(parts) == 1 else np.concatenate(parts)
-
-    def batch_stats(self) -> BatcherStats | None:
-        """Batches, lanes per batch and queue waits (``None`` without batching)."""
-        return self._batcher.stats() if self._batcher is not None else None
-
     def _checked(self, source: int) -> int:
         self._check_source(source)
         return int(source)
-
-    async def _submit_one(
-        self, shape: TraversalShape, source: int, priority: int, queue_timeout: float | None
-    ) -> Any:
-        block = QueryBlock(shape, np.array([source], np.int32), rows=False)
-        return await self._submit(block, priority, queue_timeout)
-
-    async def _submit(self, block: QueryBlock, priority: int, queue_timeout: float | None) -> Any:
-        if self._batcher is None:  # closed while the caller was on its way in
-            self._check_open()
-            raise RuntimeError("unreachable: an open session without its batcher")
-        return await self._batcher.submit(block, priority=priority, queue_timeout=queue_timeout)
-
-    async def _run_batch(self, blocks: Sequence[QueryBlock]) -> list[Any]:
-        """The batcher's executor: on the least busy replica, another if its device is lost."""
-        return await self._on_replica(lambda r: self._batch_on(r, blocks))
-
-    async def _batch_on(self, replica: GraphReplica, blocks: Sequence[QueryBlock]) -> list[Any]:
-        """One query alone, or one multi-source traversal of every block's queries."""
-        first = blocks[0]
-        shape = first.shape
-        if len(blocks) == 1 and first.lanes == 1 and shape.readback != "targets":
-            # A lone query: the single-source, direction-optimizing traversal.
-            source = int(first.sources[0])
-            max_level = shape.k if shape.kind == "khop" and shape.k is not None else UNLIMITED
-            if shape.kind == "reach" or shape.readback == "counts":
-                count = await self._count_on(replica, source, max_level)
-                return [np.array([count], np.int32) if first.rows else count]
-            levels = await self._levels_on(replica, source, max_level)
-            return [levels[None, :] if first.rows else await self._shape(shape, levels)]
-        sources = first.sources if len(blocks) == 1 else np.concatenate([b.sources for b in blocks])
-        n = self._graph.num_vertices
-        # One shape per batch, so the chunks are consecutive runs of the sources in order.
-        chunk_rows = await traverse_many(replica, self._counters, n, shape, sources)
-        rows = chunk_rows[0] if len(chunk_rows) == 1 else np.concatenate(chunk_rows)
-        results: list[Any] = []
-        for block, part in zip(blocks, split_rows(blocks, rows), strict=True):
-            results.append(part if block.rows else await self._shape(shape, part[0]))
-        return results
-
-    async def _shape(self, shape: TraversalShape, row: np.ndarray) -> Any:
-        if shape.kind == "reach":
-            return int(row)
-        if shape.kind == "khop":
-            return await anyio.to_thread.run_sync(_reached_vertices, row)
-        return row
 
     def stats(self) -> SessionStats:
         """What this session uploaded once and what its runs avoided, from telemetry."""

@@ -8,62 +8,20 @@ is lost is taken out and its work runs again on the others.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from typing import NamedTuple
 
 import anyio
 import numpy as np
 
-from ..backends import Backend, BackendState, PreparedSequence, ResidentBuffer, SequenceStep
+from .._lifecycle import LifecycleState
+from ..algorithms import bfs, pagerank
+from ..algorithms.bfs import BfsScratch
+from ..algorithms.pagerank import PagerankInputs, PagerankScratch
+from ..backends import Backend, ResidentBuffer, SequenceStep
 from ..errors import OutOfMemoryError
 from ..graphs import CsrGraph
-from ..kernels import _bfs, _pagerank
 from ..logging import get_logger
 
 _log = get_logger("vyre_async.sessions")
-
-
-def shares_order(out_degree: np.ndarray) -> np.ndarray:
-    """Where PageRank stores each vertex's share: by falling out-degree, ties by number.
-
-    A vertex's share is read once per out-edge, so this puts the most-read shares
-    together in a few cache lines (measured: ``bench/pr_locality.py``).
-
-    Returns:
-        int32 ``rank_of``: vertex ``u``'s share is stored at ``rank_of[u]``.
-    """
-    order = np.argsort(-out_degree.astype(np.int64), kind="stable")
-    rank_of = np.empty(len(order), np.int32)
-    rank_of[order] = np.arange(len(order), dtype=np.int32)
-    return rank_of
-
-
-class PagerankInputs(NamedTuple):
-    """What PageRank's kernels read besides the graph: see :mod:`..kernels._pagerank`.
-
-    Attributes:
-        in_indices: The in-lists' sources, renumbered by ``rank_of``.
-        rank_of: Where each vertex's share is stored.
-    """
-
-    in_indices: ResidentBuffer
-    rank_of: ResidentBuffer
-
-
-class BfsScratch:
-    """A traversal's levels and state buffers, and its batches prepared over them.
-
-    The batches (``first``: init then levels; ``more``: levels) are prepared once,
-    by the first traversal that uses the scratch; later traversals only submit them
-    with their own source.
-    """
-
-    __slots__ = ("first", "levels", "more", "state")
-
-    def __init__(self, levels: ResidentBuffer, state: ResidentBuffer) -> None:
-        self.levels = levels
-        self.state = state
-        self.first: PreparedSequence | None = None
-        self.more: PreparedSequence | None = None
 
 
 class GraphReplica:
@@ -79,7 +37,7 @@ class GraphReplica:
         self.index = index
         self.buffers: dict[str, ResidentBuffer] = {}
         self.free_bfs: list[BfsScratch] = []
-        self.free_pr: list[tuple[ResidentBuffer, ...]] = []
+        self.free_pr: list[PagerankScratch] = []
         self.scratch: list[ResidentBuffer] = []
         self.graph_bytes = 0
         self.graph_allocations = 0
@@ -118,24 +76,24 @@ class GraphReplica:
         if self.free_bfs:
             return self.free_bfs.pop(), True
         levels = await self.backend.alloc(4 * num_vertices, np.int32)
-        state = await self.backend.alloc(4 * _bfs.STATE_WORDS, np.int32)
+        state = await self.backend.alloc(4 * bfs.BFS_STATE_WORDS, np.int32)
         self.scratch += [levels, state]
         return BfsScratch(levels, state), False
 
-    async def pr_scratch(self, num_vertices: int) -> tuple[tuple[ResidentBuffer, ...], bool]:
+    async def pr_scratch(self, num_vertices: int) -> tuple[PagerankScratch, bool]:
         """Two rank buffers, the shares buffer and the state; ``True`` when reused."""
         if self.free_pr:
             return self.free_pr.pop(), True
         nbytes = 4 * num_vertices
         buffers = [await self.backend.alloc(nbytes, np.float32) for _ in range(3)]
-        buffers.append(await self.backend.alloc(4 * _pagerank.STATE_WORDS, np.float32))
+        buffers.append(await self.backend.alloc(4 * pagerank.PR_STATE_WORDS, np.float32))
         self.scratch += buffers
-        return tuple(buffers), False
+        return PagerankScratch(*buffers), False
 
     async def pagerank_inputs(self, order: Callable[[], Awaitable[np.ndarray]]) -> PagerankInputs:
         """PageRank's renumbered in-lists and shares order, made by the first call.
 
-        ``order`` gives the host ``rank_of`` (see :func:`shares_order`); it is
+        ``order`` gives the host ``rank_of`` (see ``algorithms.pagerank.shares_order``); it is
         uploaded (4 bytes per vertex) and the in-lists renumbered on the device into
         a copy of ``in_indices`` kept until the session closes. Where that copy does
         not fit, PageRank keeps the graph's own order (an identity ``rank_of``): slower
@@ -167,7 +125,7 @@ class GraphReplica:
             return PagerankInputs(in_indices, await self._keep(backend.upload(identity)))
         rank_of = await self._keep(backend.upload(await order()))
         step = SequenceStep(
-            _pagerank.pr_renumber,
+            pagerank.pr_renumber,
             {"in_indices": in_indices, "rank_of": rank_of, "renumbered": renumbered},
         )
         await backend.submit_sequence([step])
@@ -186,7 +144,7 @@ class GraphReplica:
         self.scratch.clear()
         self.free_bfs.clear()
         self.free_pr.clear()
-        if self.backend.state is not BackendState.OPEN or self.lost is not None:
+        if self.backend.state is not LifecycleState.OPEN or self.lost is not None:
             return  # the backend freed everything when it closed, or cannot any more
         with anyio.CancelScope(shield=True):
             # A cancelled query's sequence may still be running on these buffers.

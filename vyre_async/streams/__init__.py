@@ -1,55 +1,47 @@
-"""The CUDA <-> anyio bridge: checked driver calls, pools, completions and the watcher.
+"""The CUDA <-> anyio bridge: completions, pending dispatches and the completion watcher.
 
-Importing this package never loads ``libcuda``: the driver is loaded by
-:func:`load_driver` (and :meth:`CudaDevice.open`) on first use, so the CPU backend
-imports :class:`PendingDispatch` and :class:`Completion` from here on machines
-without a GPU.
+A :class:`Completion` is the moment submitted work finished; a
+:class:`PendingDispatch` is its awaitable face (outputs, timing). Both are
+backend-neutral: the CPU backend completes them from its worker tasks, and their
+modules import nothing from the CUDA driver layer. The rest is how the CUDA backend
+turns stream work into completions without blocking the event loop: fences and
+lanes group a stream's work behind one recorded event, the
+:class:`CompletionWatcher` polls those events (from the waiting task while work is
+short, from its own task with :class:`Backoff` while it is long), and waiting
+tasks park on the cheapest sleep their event loop has.
+
+Nothing here calls the driver or imports :mod:`vyre_async.cuda`: the watcher is given
+its event query, its event record and the meaning of a failed query by the CUDA
+backend, so the CPU backend, which uses completions and pending dispatches, runs
+through no CUDA module.
 """
 
 from ._backoff import Backoff as Backoff
-from ._bucket_pool import MemoryPoolStats as MemoryPoolStats
-from ._bucket_pool import bucket_capacity as bucket_capacity
 from ._completion import Completion as Completion
-from ._device import CudaDevice as CudaDevice
-from ._device import DeviceHealth as DeviceHealth
-from ._device import DeviceInfo as DeviceInfo
-from ._driver import call as call
-from ._driver import check as check
-from ._driver import error_for as error_for
-from ._driver import is_sticky as is_sticky
-from ._driver import load_driver as load_driver
-from ._handles import EventPool as EventPool
-from ._handles import StreamPool as StreamPool
-from ._memory import DeviceAllocation as DeviceAllocation
-from ._memory import DeviceMemoryPool as DeviceMemoryPool
-from ._memory import PinnedBuffer as PinnedBuffer
-from ._memory import PinnedHostPool as PinnedHostPool
+from ._fence import Fence as Fence
+from ._fence import Lane as Lane
 from ._pending import DispatchTiming as DispatchTiming
 from ._pending import PendingDispatch as PendingDispatch
 from ._pending import TimedResult as TimedResult
+from ._watcher import DONE as DONE
+from ._watcher import FOLLOW_SPIN_S as FOLLOW_SPIN_S
+from ._watcher import NOT_READY as NOT_READY
 from ._watcher import CompletionWatcher as CompletionWatcher
+from ._watcher import Failure as Failure
+from ._watcher import Health as Health
 
 __all__ = [
     "Backoff",
     "Completion",
     "CompletionWatcher",
-    "CudaDevice",
-    "DeviceAllocation",
-    "DeviceHealth",
-    "DeviceInfo",
-    "DeviceMemoryPool",
+    "DONE",
     "DispatchTiming",
-    "EventPool",
-    "MemoryPoolStats",
+    "FOLLOW_SPIN_S",
+    "Failure",
+    "Fence",
+    "Health",
+    "Lane",
+    "NOT_READY",
     "PendingDispatch",
-    "PinnedBuffer",
-    "PinnedHostPool",
-    "StreamPool",
     "TimedResult",
-    "bucket_capacity",
-    "call",
-    "check",
-    "error_for",
-    "is_sticky",
-    "load_driver",
 ]

@@ -36,7 +36,7 @@ import contextlib
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Hashable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import anyio
 import anyio.lowlevel
@@ -46,12 +46,8 @@ from ..errors import DeviceLostError, DispatchError, LifecycleError, VyreError
 from ..logging import get_logger
 from ._backoff import Backoff
 from ._completion import Completion
-from ._driver import CUDA_ERROR_NOT_READY, CUDA_SUCCESS, check, error_for, is_sticky
 from ._fence import Fence, Lane
 from ._park import FUTURE, Spot, checkpoint_for, park_factory, sleep_on, wake
-
-if TYPE_CHECKING:
-    from ._device import CudaDevice, DeviceHealth
 
 __all__ = ["CompletionWatcher"]
 
@@ -74,6 +70,37 @@ _CLOCK_EVERY = 8
 SPARE_EVENTS = 8
 #: Waiting tasks remembered beyond which finished ones are swept out.
 _CANDIDATES_SWEEP = 64
+
+
+#: What ``query`` returns for an event whose work has finished (``cuEventQuery``'s code).
+DONE = 0
+#: What ``query`` returns for an event whose work is still running.
+NOT_READY = 600
+#: Maps any other code ``query`` returned to the error of the fence's work, and whether
+#: it is sticky (the device is lost: every piece of work fails with it).
+Failure = Callable[[int], tuple[VyreError, bool]]
+
+
+class Health(Protocol):
+    """Whether the device can still take work (a CUDA device's ``DeviceHealth``)."""
+
+    def check(self) -> None:
+        """Raise the device-lost error if the device is lost."""
+        ...
+
+    def mark_lost(self, error: VyreError) -> VyreError:
+        """Record that the device is lost; return the error every waiter gets."""
+        ...
+
+
+def _unclassified(code: int) -> tuple[VyreError, bool]:
+    return (
+        DispatchError(
+            f"querying a completion event returned {code}",
+            fix="pass the watcher a failure mapping for its driver's result codes.",
+        ),
+        False,
+    )
 
 
 class _Role:
@@ -102,7 +129,10 @@ class CompletionWatcher:
     """Finishes completions when the events of their fences have completed.
 
     Args:
-        query: ``event -> CUresult`` (as an int), like ``cuEventQuery``.
+        query: ``event -> code``, like ``cuEventQuery``: :data:`DONE`, :data:`NOT_READY`,
+            or a failure code for ``failure``.
+        failure: Maps a failure code to the work's error and whether it is sticky
+            (the CUDA backend passes the driver layer's mapping).
         record: ``(event, stream) -> None``, like a checked ``cuEventRecord``.
         acquire_event: Makes (or takes from a pool) a completion event.
         release_event: Gives an event back (lanes keep a few for reuse).
@@ -128,11 +158,12 @@ class CompletionWatcher:
         self,
         query: Callable[[Any], int],
         *,
+        failure: Failure = _unclassified,
         record: Callable[[Any, Any], None] | None = None,
         acquire_event: Callable[[], Any] | None = None,
         release_event: Callable[[Any], None] | None = None,
         synchronize: Callable[[Any], None] | None = None,
-        health: DeviceHealth | None = None,
+        health: Health | None = None,
         on_start: Callable[[], None] | None = None,
         spin_s: float = 150e-6,
         few_spin_s: float | None = None,
@@ -144,6 +175,7 @@ class CompletionWatcher:
         clock: Callable[[], float] | None = None,
     ) -> None:
         self._query = query
+        self._failure = failure
         self._record = record or (lambda event, stream: None)
         self._acquire_event = acquire_event or _counter_events()
         self._release_event = release_event or (lambda event: None)
@@ -176,34 +208,6 @@ class CompletionWatcher:
         self.queries = 0
         #: Fences sealed (events recorded for completions).
         self.fences = 0
-
-    @classmethod
-    def for_device(cls, device: CudaDevice, **options: Any) -> CompletionWatcher:
-        """A watcher over ``cuEventQuery`` / ``cuEventRecord`` of ``device``.
-
-        ``options`` are passed on; ``acquire_event``/``release_event`` should come
-        from the backend's event pool, ``synchronize`` from its streams.
-        """
-        options.setdefault("few_spin_s", FOLLOW_SPIN_S)
-        driver = device.driver
-        query_event = driver.cuEventQuery
-        record_event = driver.cuEventRecord
-
-        def query(event: Any) -> int:
-            return int(query_event(event)[0])
-
-        def record(event: Any, stream: Any) -> None:
-            # The loop thread's context is current (on_start): no device.call detour.
-            returned = record_event(event, stream)
-            if returned[0]:
-                try:
-                    check(returned, "cuEventRecord")
-                except DeviceLostError as exc:
-                    device.health.mark_lost(exc)
-                    raise
-
-        options.setdefault("record", record)
-        return cls(query, health=device.health, on_start=device.make_current, **options)
 
     # ----------------------------------------------------------------- state
     @property
@@ -549,17 +553,18 @@ class CompletionWatcher:
                     self._finish(fence, _query_failed(exc))
                     progressed = True
                     continue
-                if result == CUDA_ERROR_NOT_READY:
+                if result == NOT_READY:
                     break
                 sealed.popleft()
                 progressed = True
-                if result == CUDA_SUCCESS:
+                if result == DONE:
                     self._finish(fence, None)
-                elif is_sticky(result):
-                    self._fail_everything(error_for(result, "cuEventQuery"), fence)
+                    continue
+                error, sticky = self._failure(result)
+                if sticky:
+                    self._fail_everything(error, fence)
                     return True
-                else:
-                    self._finish(fence, error_for(result, "cuEventQuery"))
+                self._finish(fence, error)
             if lane.open is None and not sealed:
                 busy.pop(lane, None)
         if not busy:

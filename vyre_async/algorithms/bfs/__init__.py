@@ -1,0 +1,50 @@
+"""Level-synchronous, direction-optimizing BFS: four kernels and the code that runs them.
+
+A traversal is ``bfs_init`` once, then levels of ``[bfs_top_down, bfs_bottom_up,
+bfs_advance]`` as a resident repeated sequence (:func:`traverse`); everything that
+changes between levels lives in an eight-word ``int32`` state block on the device
+(indexed by the ``STATE_*`` constants). The CUDA C is in this package's ``.cu`` files.
+"""
+
+from ...kernels import register_builtin as _register_builtin
+from ._kernels import BFS_KERNELS as BFS_KERNELS
+from ._kernels import bfs_advance as bfs_advance
+from ._kernels import bfs_bottom_up as bfs_bottom_up
+from ._kernels import bfs_init as bfs_init
+from ._kernels import bfs_top_down as bfs_top_down
+from ._run import BfsScratch as BfsScratch
+from ._run import level_steps as level_steps
+from ._run import traverse as traverse
+from ._state import BFS_STATE_WORDS as BFS_STATE_WORDS
+from ._state import BFS_UNLIMITED as BFS_UNLIMITED
+from ._state import STATE_DIRECTION as STATE_DIRECTION
+from ._state import STATE_DISCOVERED as STATE_DISCOVERED
+from ._state import STATE_DONE as STATE_DONE
+from ._state import STATE_FRONTIER as STATE_FRONTIER
+from ._state import STATE_LEVEL as STATE_LEVEL
+from ._state import STATE_LEVELS_RUN as STATE_LEVELS_RUN
+from ._state import STATE_MAX_LEVEL as STATE_MAX_LEVEL
+from ._state import STATE_REACHED as STATE_REACHED
+
+_register_builtin(*BFS_KERNELS)
+
+__all__ = [
+    "BFS_KERNELS",
+    "BFS_STATE_WORDS",
+    "BFS_UNLIMITED",
+    "BfsScratch",
+    "STATE_DIRECTION",
+    "STATE_DISCOVERED",
+    "STATE_DONE",
+    "STATE_FRONTIER",
+    "STATE_LEVEL",
+    "STATE_LEVELS_RUN",
+    "STATE_MAX_LEVEL",
+    "STATE_REACHED",
+    "bfs_advance",
+    "bfs_bottom_up",
+    "bfs_init",
+    "bfs_top_down",
+    "level_steps",
+    "traverse",
+]

@@ -1,0 +1,77 @@
+"""Multi-source BFS: up to ``64 * W`` traversals at once, one bit lane per source.
+
+Each vertex carries W 64-bit words of visited and frontier bits; a level is one pull
+over the in-edges for all sources together. :class:`MultiSourceTraversal` runs the
+kernels over a resident graph as repeated sequences and reads back only what was
+asked for (levels, target levels or reached counts). The CUDA C is in this package's
+``.cu`` files; the state layout and launch shapes in its ``_layout`` module.
+"""
+
+from ...kernels import register_builtin as _register_builtin
+from ._kernels import MSBFS_KERNELS as MSBFS_KERNELS
+from ._kernels import msbfs_advance as msbfs_advance
+from ._kernels import msbfs_count as msbfs_count
+from ._kernels import msbfs_expand as msbfs_expand
+from ._kernels import msbfs_expand_hubs as msbfs_expand_hubs
+from ._kernels import msbfs_init as msbfs_init
+from ._kernels import msbfs_init_levels as msbfs_init_levels
+from ._kernels import msbfs_init_targets as msbfs_init_targets
+from ._kernels import msbfs_record_levels as msbfs_record_levels
+from ._kernels import msbfs_record_targets as msbfs_record_targets
+from ._layout import MSBFS_HUB_LANE_EDGES as MSBFS_HUB_LANE_EDGES
+from ._layout import MSBFS_LANES_PER_WORD as MSBFS_LANES_PER_WORD
+from ._layout import MSBFS_MAX_WORDS as MSBFS_MAX_WORDS
+from ._layout import MSBFS_STATE_WORDS as MSBFS_STATE_WORDS
+from ._layout import MSBFS_UNLIMITED as MSBFS_UNLIMITED
+from ._layout import STATE_ACTIVE as STATE_ACTIVE
+from ._layout import STATE_DISCOVERED as STATE_DISCOVERED
+from ._layout import STATE_DONE as STATE_DONE
+from ._layout import STATE_LANES as STATE_LANES
+from ._layout import STATE_LEVEL as STATE_LEVEL
+from ._layout import STATE_LEVELS_RUN as STATE_LEVELS_RUN
+from ._layout import STATE_LIVE as STATE_LIVE
+from ._layout import STATE_MAX_LEVEL as STATE_MAX_LEVEL
+from ._layout import STATE_NEXT_LIVE as STATE_NEXT_LIVE
+from ._layout import STATE_REACHED as STATE_REACHED
+from ._layout import STATE_WIDTH as STATE_WIDTH
+from ._layout import STATE_WORDS as STATE_WORDS
+from ._layout import msbfs_hub_min_degree as msbfs_hub_min_degree
+from ._layout import msbfs_words as msbfs_words
+from ._run import MultiSourceTraversal as MultiSourceTraversal
+from ._run import Readback as Readback
+
+_register_builtin(*MSBFS_KERNELS)
+
+__all__ = [
+    "MSBFS_HUB_LANE_EDGES",
+    "MSBFS_KERNELS",
+    "MSBFS_LANES_PER_WORD",
+    "MSBFS_MAX_WORDS",
+    "MSBFS_STATE_WORDS",
+    "MSBFS_UNLIMITED",
+    "MultiSourceTraversal",
+    "Readback",
+    "STATE_ACTIVE",
+    "STATE_DISCOVERED",
+    "STATE_DONE",
+    "STATE_LANES",
+    "STATE_LEVEL",
+    "STATE_LEVELS_RUN",
+    "STATE_LIVE",
+    "STATE_MAX_LEVEL",
+    "STATE_NEXT_LIVE",
+    "STATE_REACHED",
+    "STATE_WIDTH",
+    "STATE_WORDS",
+    "msbfs_advance",
+    "msbfs_count",
+    "msbfs_expand",
+    "msbfs_expand_hubs",
+    "msbfs_hub_min_degree",
+    "msbfs_init",
+    "msbfs_init_levels",
+    "msbfs_init_targets",
+    "msbfs_record_levels",
+    "msbfs_record_targets",
+    "msbfs_words",
+]

@@ -1,0 +1,16 @@
+#define MAX_WORDS 16
+#define HUB_LANE_EDGES 8192
+#define WIDE_MIN_DEGREE 32
+#define UNROLL 4
+#define COUNT_TILE 1024
+#define STATE_LEVEL 0
+#define STATE_DONE 1
+#define STATE_MAX_LEVEL 2
+#define STATE_LEVELS_RUN 3
+#define STATE_WIDTH 4
+#define STATE_LANES 5
+#define STATE_DISCOVERED 8
+#define STATE_REACHED 10
+#define STATE_ACTIVE 16
+#define STATE_LIVE 48
+#define STATE_NEXT_LIVE 80

@@ -1,0 +1,303 @@
+"""The awaited dispatch path: ``await backend.dispatch(...)`` and prepared dispatches.
+
+A dispatch of a bound launch claims its resident buffers, is enqueued on a stream
+from the event-loop thread (staging copy in, output clears, the launches, the copy
+out) and joins the stream's open fence; the awaiting task then polls for it through
+the completion watcher. No pending dispatch, timing events or log line is made
+unless asked for. This is the hot path: per call it does only what can change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Coroutine, Mapping
+from typing import Any
+
+import anyio
+import numpy as np
+
+from ...errors import DispatchError
+from ...kernels import Kernel
+from ...streams import Completion
+from .._checks import check_place, wait_quietly
+from .._config import DispatchConfig
+from .._core import OutputPlace, Outputs
+from .._prepared_dispatch import PreparedDispatch
+from .._resident import ResidentBuffer
+from ._base import INLINE_COPY_BYTES, OPEN, STREAMS, CudaBase
+from ._bound import BoundLaunch, Staging
+from ._work import NO_WAITS, DispatchWork, Work, unrecorded
+
+
+class CudaDispatch(CudaBase):
+    """The awaited dispatch path: ``dispatch``, ``prepare`` and the enqueue they share."""
+
+    def dispatch(
+        self,
+        kernel: Kernel,
+        inputs: Mapping[str, np.ndarray | ResidentBuffer],
+        *,
+        config: DispatchConfig | None = None,
+        outputs: OutputPlace = "host",
+        **scalars: Any,
+    ) -> Coroutine[Any, Any, Any]:
+        """Run one kernel dispatch and return its host-bound outputs; use with ``await``.
+
+        The first dispatch of a kernel with given bindings builds a bound launch;
+        later ones find it by a lookup and only write changed scalars. No pending
+        dispatch, timing events or log line is made (see :meth:`submit` for those).
+        Validation errors of a repeated binding are raised at the call; the work is
+        enqueued when the returned coroutine runs. Inputs may be host arrays, resident
+        buffers, or other libraries' device arrays (CuPy, PyTorch, JAX), used in place
+        after their producer's stream. ``outputs="device"`` leaves host-bound outputs
+        on the device, returned as new resident buffers.
+
+        Raises:
+            ValidationError: Bad inputs (nothing was enqueued).
+            LifecycleError: The backend is not open, or a buffer was freed.
+            DispatchError: The dispatch failed on the device, or ``config.timeout``
+                passed first.
+        """
+        if self._state is not OPEN:
+            self._check_open()
+        if outputs != "host":
+            return self._dispatch_to_device(kernel, inputs, check_place(outputs, scalars), config)
+        try:
+            launch = self._launches[(kernel, *inputs.items())]
+        except (KeyError, TypeError, AttributeError):  # new, host arrays, or bad inputs
+            return self._dispatch_new(kernel, inputs, scalars, config)
+        return self._run_launch(launch, inputs, scalars, config)
+
+    async def _dispatch_resident(
+        self,
+        kernel: Kernel,
+        inputs: Mapping[str, Any],
+        scalars: dict[str, Any],
+        config: DispatchConfig | None,
+    ) -> None:
+        # Not cached: its buffers are new every call and would only crowd the cache out.
+        launch = await self._bound_launch(kernel, inputs, scalars, cache=False)
+        launch.keeps_spares = False
+        await self._run_launch(launch, inputs, scalars, config)
+
+    async def _dispatch_new(
+        self,
+        kernel: Kernel,
+        inputs: Mapping[str, Any],
+        scalars: dict[str, Any],
+        config: DispatchConfig | None,
+    ) -> Outputs:
+        launch = await self._bound_launch(kernel, inputs, scalars)
+        return await self._run_launch(launch, inputs, scalars, config)
+
+    async def prepare(
+        self,
+        kernel: Kernel,
+        inputs: Mapping[str, np.ndarray | ResidentBuffer],
+        *,
+        config: DispatchConfig | None = None,
+        **scalars: Any,
+    ) -> PreparedDispatch:
+        """Bind and check a dispatch once, for a hot loop: ``await prepared(**scalars)``.
+
+        The kernel is loaded now. Host arrays among ``inputs`` are held by the
+        prepared dispatch and copied at each call (their contents may change, their
+        shape and dtype may not); resident buffers are checked again at each call
+        only after a buffer left the backend (a freed one is refused).
+
+        Raises:
+            ValidationError: Bad inputs or scalars.
+            LifecycleError: The backend is not open, or a buffer was freed.
+        """
+        self._check_open()
+        held = dict(inputs)
+        launch = await self._bound_launch(kernel, held, scalars, cache=False)
+        launch.keeps_spares = False  # the backend does not track it: nothing kept idle
+
+        def run(new_scalars: Mapping[str, Any]) -> Coroutine[Any, Any, Outputs]:
+            if self._state is not OPEN:
+                self._check_open()
+            return self._run_launch(launch, held, new_scalars, config)
+
+        return PreparedDispatch(kernel, run, dict(scalars))
+
+    async def _run_launch(
+        self,
+        launch: BoundLaunch,
+        inputs: Mapping[str, Any],
+        scalars: Mapping[str, Any],
+        config: DispatchConfig | None,
+    ) -> Outputs:
+        """Enqueue one dispatch of a bound launch and wait for it (the awaited path).
+
+        It keeps the counts of telemetry (dispatches, launches, sync points), not its
+        time totals: measuring costs clock reads per dispatch, paid only when asked
+        for (``DispatchConfig(timing=True)`` adds the device time; ``submit(...)`` and
+        ``timed()`` measure the rest).
+        """
+        if scalars != launch.raw_scalars or [*map(type, scalars.values())] != launch.raw_types:
+            launch.set_scalars(scalars)  # validated before anything is claimed
+        registry = self._registry
+        if launch.generation != registry.generation:
+            launch.refresh(registry)
+        times, timing = 1, False
+        if config is not None:
+            times, timing = config.fixpoint_iterations, config.timing
+        staging = None
+        waited = False
+        if launch.plan is not None and launch.plan.total > INLINE_COPY_BYTES:
+            staging = await self._stage_in_thread(launch, inputs)
+            waited = True
+        work = DispatchWork(self, launch)
+        work.keep = bool(launch.outputs)
+        records = launch.records
+        waits = registry.claim(records, work) if records else NO_WAITS
+        work.records = records
+        if waits and unrecorded(waits):
+            await self._await_unrecorded(work, waits, staging)
+            waited = True
+        if waited and scalars != launch.raw_scalars:
+            launch.set_scalars(scalars)  # another dispatch of this launch ran meanwhile
+        self._enqueue_dispatch(launch, work, inputs, waits, times, timing, staging)
+        if not work._done:
+            try:
+                if config is not None and config.timeout is not None:
+                    await self._follow_with_timeout(work, config)
+                else:
+                    await self._watcher.follow(work)
+            except BaseException:
+                work.drop()
+                raise
+        counters = self._counters
+        counters.dispatches += 1
+        counters.kernel_launches += launch.launches * times
+        counters.sync_points += 1
+        if work._error is not None:
+            work.drop()
+            raise work._error
+        outputs: Outputs = {}
+        if work.keep:
+            outputs = launch.take_outputs(work.host)
+            counters.bytes_downloaded += launch.download[1]
+            work.drop()
+        if work.device_ns is not None:
+            counters.device_ns_total += work.device_ns
+        return outputs
+
+    async def _follow_with_timeout(self, work: Work, config: DispatchConfig) -> None:
+        try:
+            with anyio.fail_after(config.timeout):
+                await self._watcher.follow(work)
+        except TimeoutError:
+            label = config.label or "the dispatch"
+            raise DispatchError(
+                f"{label} did not finish within its timeout of {config.timeout:g} s; "
+                "it keeps running and its memory stays reserved until it does",
+                fix="raise DispatchConfig.timeout, or await the work again later.",
+            ) from None
+
+    async def _await_unrecorded(
+        self, work: Work, waits: list[Completion], staging: Staging | None
+    ) -> None:
+        """Wait for earlier work not enqueued yet (it has no event to wait on)."""
+        try:
+            for earlier in waits:
+                if earlier.fence is None and not earlier._done:
+                    await wait_quietly(earlier)
+                    self._check_healthy()
+        except BaseException as exc:
+            if staging is not None:
+                work.host = staging
+            work.keep = False
+            work.complete(exc)
+            raise
+
+    def _enqueue_dispatch(
+        self,
+        launch: BoundLaunch,
+        work: DispatchWork,
+        inputs: Mapping[str, Any],
+        waits: list[Completion],
+        times: int,
+        timing: bool,
+        staging: Staging | None,
+    ) -> None:
+        """Enqueue a claimed dispatch on a stream and add it to the stream's lane.
+
+        On failure the work is completed with the error (its memory given back once
+        the stream has drained) and the error raised.
+        """
+        device = self._device
+        assert device is not None
+        device.make_current()
+        if launch.foreign:  # borrowed arrays: one stream, so they keep submission order
+            lane = self._lanes[0]
+        elif waits:
+            lane = self._lane_after(waits)
+        else:
+            self._turn = turn = self._turn + 1
+            lane = self._lanes[turn % STREAMS]
+        stream = lane.stream
+        try:
+            self._watcher.check_accepting()
+            if waits:
+                self._wait_for(lane, waits)
+            if launch.foreign:
+                self._bind_borrowed(launch, work, inputs, stream)
+            plan = launch.plan
+            if plan is not None:
+                if staging is None:
+                    staging = self._stage(launch, inputs)
+                work.host = staging
+                block = staging.block.ptr
+                if block != launch.block_ptr:
+                    launch.point_at(staging)
+                offset, nbytes = launch.upload
+                if nbytes:
+                    returned = self._copy_in(
+                        block + offset, staging.pinned.ptr + offset, nbytes, stream
+                    )
+                    if returned[0]:
+                        self._raise_for(returned, "cuMemcpyHtoDAsync")
+                for offset, nbytes in launch.host_clears:
+                    returned = self._memset(block + offset, 0, nbytes, stream)
+                    if returned[0]:
+                        self._raise_for(returned, "cuMemsetD8Async")
+            for ptr, nbytes in launch.resident_clears:
+                if nbytes:
+                    returned = self._memset(ptr, 0, nbytes, stream)
+                    if returned[0]:
+                        self._raise_for(returned, "cuMemsetD8Async")
+            if timing:
+                work.timing = pair = self._take_timing()
+                device.call(self._record_event, pair[0], stream)
+            if not launch.empty:
+                launch_kernel, function, args = self._launch_kernel, launch.function, launch.args
+                (gx, gy, gz), (bx, by, bz) = launch.grid, launch.block
+                shared = launch.shared_bytes
+                for _ in range(times):
+                    returned = launch_kernel(
+                        function, gx, gy, gz, bx, by, bz, shared, stream, args, 0
+                    )
+                    if returned[0]:
+                        self._raise_for(returned, "cuLaunchKernel")
+            if timing:
+                device.call(self._record_event, work.timing[1], stream)  # type: ignore[index]
+            if plan is not None:
+                offset, nbytes = launch.download
+                if nbytes:
+                    returned = self._copy_out(
+                        staging.pinned.ptr + offset,  # type: ignore[union-attr]
+                        staging.block.ptr + offset,  # type: ignore[union-attr]
+                        nbytes,
+                        stream,
+                    )
+                    if returned[0]:
+                        self._raise_for(returned, "cuMemcpyDtoHAsync")
+        except BaseException as exc:
+            self._sync_after_failure(stream)
+            work.keep = False
+            work.complete(exc)
+            raise
+        self._watcher.add(lane, work)
+        if plan is not None:
+            self._counters.bytes_uploaded += launch.upload[1]
