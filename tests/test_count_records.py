@@ -1,7 +1,9 @@
-"""Counts blocks as columns: the JSON lines they write equal msgspec's for the same records."""
+"""Counts blocks as columns: their fixed-width JSON lines decode to the same records."""
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 
 import msgspec
@@ -14,7 +16,15 @@ from vyre_async.jobs import ItemRecord, read_records
 from vyre_async.jobs._count_records import CountRecords, encode_lines, item_count, item_ids
 from vyre_async.jobs._store import ResultStore
 
+_decoder = msgspec.json.Decoder(ItemRecord)
 _encoder = msgspec.json.Encoder()
+#: What the fixed-width lines may add to msgspec's: spaces after a colon (before a
+#: right-aligned number) and before the closing brace.
+_PADDING = re.compile(rb":( +)|( +)}$")
+
+
+def _lines(buffers: list[bytes | memoryview]) -> list[bytes]:
+    return b"".join(bytes(b) for b in buffers).splitlines()
 
 
 @st.composite
@@ -34,15 +44,26 @@ def count_blocks(draw: st.DrawFn) -> CountRecords:
 
 
 @settings(max_examples=300, deadline=None)
-@given(count_blocks())
-def test_columns_encode_as_msgspec_encodes_their_records(block: CountRecords) -> None:
-    """Byte for byte, whatever the widths of the numbers (0, 9, 10, ..., 2**62)."""
-    records = block.records()
+@given(st.lists(count_blocks(), min_size=1, max_size=4))
+def test_columns_decode_to_their_records_and_differ_from_msgspec_only_by_spaces(
+    blocks: list[CountRecords],
+) -> None:
+    """Each line decodes (msgspec and the json module) to its record, whatever the widths
+    of the numbers (0, 9, 10, ..., 2**62) and of the shared fields; without the spaces
+    the padding adds, it is msgspec's line byte for byte."""
+    records = [r for b in blocks for r in b.records()]
     assert [(r.id, r.source, r.reached, r.batch) for r in records] == [
-        (int(i), int(s), int(c), len(block))
-        for i, s, c in zip(block.ids, block.sources, block.reached, strict=True)
+        (int(i), int(s), int(c), len(b))
+        for b in blocks
+        for i, s, c in zip(b.ids, b.sources, b.reached, strict=True)
     ]
-    assert block.encode_lines() == _encoder.encode_lines(records)
+    lines = _lines(encode_lines(blocks))
+    assert len(lines) == len(records)
+    assert len({len(line) for line in lines}) == 1  # one width for the whole run
+    for line, record in zip(lines, records, strict=True):
+        assert _decoder.decode(line) == record
+        assert json.loads(line) == msgspec.to_builtins(record)
+        assert _PADDING.sub(lambda m: b":" if m.group(1) else b"}", line) == _encoder.encode(record)
 
 
 @settings(max_examples=100, deadline=None)
@@ -55,7 +76,7 @@ def test_a_chunk_of_structs_and_columns_keeps_its_order(
         ItemRecord(p, 0, "bfs", ok=False, error="x") if isinstance(p, int) else p for p in parts
     ]
     flat = [r for p in chunk for r in ([p] if isinstance(p, ItemRecord) else p.records())]
-    assert encode_lines(chunk) == _encoder.encode_lines(flat)
+    assert [_decoder.decode(line) for line in _lines(encode_lines(chunk))] == flat
     assert item_ids(chunk).tolist() == [r.id for r in flat]
     assert item_count(chunk) == len(flat)
 

@@ -1,13 +1,17 @@
-"""A counts block's records as columns, and JSON lines of records without an object per item.
+"""A counts block's records as columns, written as fixed-width JSON lines.
 
 A block of ``reach`` items (or any ``"counts"`` readback) comes back as one count per
 item, and its records differ only in id, source and count. :class:`CountRecords`
-keeps them as three arrays and the fields they share; :func:`encode_lines` writes a
-chunk's records, whether structs or such columns, as the JSON lines msgspec writes
-for the same :class:`ItemRecord` s, byte for byte. NumPy does the per-item work of
-the columns (most of it outside the GIL), so a million-item job makes no million
-structs on the event loop, and its committer thread holds the GIL for milliseconds
-where encoding structs held it for a second.
+keeps them as three arrays and the fields they share, so a million-item job makes no
+million structs on the event loop.
+
+:func:`encode_lines` writes a chunk's records as JSON lines: single records as msgspec
+encodes them, and each run of consecutive count blocks as one table of bytes built by
+NumPy, one row per line. Numbers are right-aligned in columns as wide as the run's
+widest, and a block's shared fields are padded to the run's longest: JSON allows the
+spaces, so every line still decodes to its record, and no per-item Python object or
+per-byte compaction is needed. The padding lies before a number or before the closing
+brace, never inside a token.
 """
 
 from __future__ import annotations
@@ -21,11 +25,12 @@ import numpy.typing as npt
 from ._records import ItemRecord
 
 _encoder = msgspec.json.Encoder()
-#: 10**0 .. 10**18: the digit count of a non-negative int64 is how many are <= it.
+#: 10**0 .. 10**18.
 _POW10 = 10 ** np.arange(19, dtype=np.int64)
-#: Stand-ins for id, source and count while the shared bytes of a block's lines are
-#: cut out of one encoded record (each appears exactly once in it).
+#: Stand-ins for id, source and count while a block's shared bytes are cut out of one
+#: encoded record (each appears exactly once in it).
 _MARKS = (7_770_000_000_000_000_001, 7_770_000_000_000_000_002, 7_770_000_000_000_000_003)
+_SPACE = ord(" ")
 
 
 class CountRecords:
@@ -33,7 +38,7 @@ class CountRecords:
     ids[i], source=sources[i], reached=reached[i], ok=True)`` with the shared fields.
 
     Args:
-        ids: Item ids (int64).
+        ids: Item ids.
         sources: Source vertices.
         reached: Vertices each item reached.
         workload: Index of the block's workload.
@@ -46,7 +51,7 @@ class CountRecords:
 
     def __init__(
         self,
-        ids: npt.NDArray[np.int64],
+        ids: np.ndarray,
         sources: np.ndarray,
         reached: np.ndarray,
         *,
@@ -71,7 +76,8 @@ class CountRecords:
     def __len__(self) -> int:
         return len(self.ids)
 
-    def _record(self, item: int, source: int, reached: int) -> ItemRecord:
+    def record(self, item: int, source: int, reached: int) -> ItemRecord:
+        """The record of one item of the block."""
         return ItemRecord(
             id=item,
             workload=self.workload,
@@ -86,67 +92,128 @@ class CountRecords:
     def records(self) -> list[ItemRecord]:
         """One :class:`ItemRecord` per item."""
         columns = (self.ids.tolist(), self.sources.tolist(), self.reached.tolist())
-        return [self._record(*row) for row in zip(*columns, strict=True)]
+        return [self.record(*row) for row in zip(*columns, strict=True)]
 
-    def encode_lines(self) -> bytes:
-        """The JSON lines of :meth:`records`, as msgspec writes them."""
-        count = len(self)
-        columns = (self.ids, self.sources, self.reached)
-        if not count or any(column.min() < 0 for column in columns):
-            return _encoder.encode_lines(self.records())  # not a case jobs make
-        shared = _encoder.encode(self._record(*_MARKS)).split(b"%d" % _MARKS[0])
-        head, rest = shared
-        pieces = [head]
-        for mark in _MARKS[1:]:
-            before, rest = rest.split(b"%d" % mark)
-            pieces.append(before)
-        pieces.append(rest + b"\n")
-        return _lines(pieces, columns)
-
-
-def _lines(pieces: list[bytes], columns: Sequence[np.ndarray]) -> bytes:
-    """``pieces[0] + str(columns[0][i]) + pieces[1] + ... + pieces[-1]`` for every row
-    ``i``, joined: the rows of a zero-padded table with the padding taken out."""
-    count = len(columns[0])
-    digits = [np.maximum(np.searchsorted(_POW10, c, side="right"), 1) for c in columns]
-    widths = [int(d.max()) for d in digits]
-    table = np.zeros((count, sum(map(len, pieces)) + sum(widths)), dtype=np.uint8)
-    at = 0
-    for index, piece in enumerate(pieces):
-        table[:, at : at + len(piece)] = np.frombuffer(piece, dtype=np.uint8)
-        at += len(piece)
-        if index == len(columns):
-            break
-        values, places, width = columns[index], digits[index], widths[index]
-        for k in range(width):  # the k-th digit from the left, where there is one
-            power = _POW10[np.maximum(places - 1 - k, 0)]
-            digit = (values // power % 10 + ord("0")).astype(np.uint8)
-            table[:, at + k] = np.where(k < places, digit, 0)
-        at += width
-    lines: bytes = table[table != 0].tobytes()
-    return lines
+    def _pieces(self) -> tuple[bytes, bytes, bytes, bytes]:
+        """The bytes of a line before the id, between id and source, between source and
+        count, and after the count (its newline left out)."""
+        line = _encoder.encode(self.record(*_MARKS))
+        head, rest = line.split(b"%d" % _MARKS[0])
+        middle, rest = rest.split(b"%d" % _MARKS[1])
+        between, tail = rest.split(b"%d" % _MARKS[2])
+        return head, middle, between, tail
 
 
 #: What a chunk of records is made of: single records, and counts blocks as columns.
 RecordPart = ItemRecord | CountRecords
 
 
-def encode_lines(parts: Iterable[RecordPart]) -> bytes:
-    """A chunk's records as JSON lines, in order: structs as msgspec encodes them, and
-    each :class:`CountRecords` as its :meth:`~CountRecords.encode_lines`."""
-    out: list[bytes] = []
-    run: list[ItemRecord] = []
+def encode_lines(parts: Iterable[RecordPart]) -> list[bytes | memoryview]:
+    """A chunk's records as JSON lines, in order, as buffers to write one after another.
+
+    Single records are encoded by msgspec; each run of consecutive
+    :class:`CountRecords` becomes one fixed-width table (see the module description).
+    """
+    out: list[bytes | memoryview] = []
+    records: list[ItemRecord] = []
+    counts: list[CountRecords] = []
     for part in parts:
         if isinstance(part, ItemRecord):
-            run.append(part)
-            continue
-        if run:
-            out.append(_encoder.encode_lines(run))
-            run = []
-        out.append(part.encode_lines())
-    if run:
-        out.append(_encoder.encode_lines(run))
-    return b"".join(out)
+            if counts:
+                out.append(_count_lines(counts))
+                counts = []
+            records.append(part)
+        elif len(part):
+            if records:
+                out.append(_encoder.encode_lines(records))
+                records = []
+            counts.append(part)
+    if counts:
+        out.append(_count_lines(counts))
+    if records:
+        out.append(_encoder.encode_lines(records))
+    return out
+
+
+def _count_lines(blocks: Sequence[CountRecords]) -> memoryview:
+    """The lines of count blocks: one row of a byte table per item, in order."""
+    sizes = [len(block) for block in blocks]
+    columns = [
+        np.concatenate([getattr(block, name) for block in blocks])
+        for name in ("ids", "sources", "reached")
+    ]
+    if any(column.min() < 0 for column in columns):  # no job makes them; exact anyway
+        return memoryview(_encoder.encode_lines([r for b in blocks for r in b.records()]))
+    pieces = [block._pieces() for block in blocks]
+    heads = {p[0] for p in pieces}
+    betweens = {p[2] for p in pieces}
+    if len(heads) != 1 or len(betweens) != 1:  # the record's layout is fixed: never
+        raise RuntimeError("count records of one run differ in their fixed fields")
+    # Per block, padded to the longest: the bytes before the source (spaces after its
+    # colon) and after the count (spaces before the closing brace).
+    middles = _padded([p[1] for p in pieces], at_end=True)
+    tails = _padded([p[3] for p in pieces], at_end=False)
+    rows = sum(sizes)
+    block_of = np.repeat(np.arange(len(blocks)), sizes) if len(blocks) > 1 else None
+    fields: list[np.ndarray | bytes] = [
+        heads.pop(),
+        columns[0],
+        middles,
+        columns[1],
+        betweens.pop(),
+        columns[2],
+        tails,
+        b"\n",
+    ]
+    widths = [_width(f) for f in fields]
+    table = np.empty((rows, sum(widths)), dtype=np.uint8)
+    at = 0
+    for field, width in zip(fields, widths, strict=True):
+        where = table[:, at : at + width]
+        if isinstance(field, bytes):
+            where[:] = np.frombuffer(field, dtype=np.uint8)
+        elif field.ndim == 2:  # per-block bytes, one row per block
+            where[:] = field[block_of] if block_of is not None else field[0]
+        else:
+            _right_aligned(field, where)
+        at += width
+    return table.reshape(-1).data
+
+
+def _width(field: np.ndarray | bytes) -> int:
+    if isinstance(field, bytes):
+        return len(field)
+    if field.ndim == 2:
+        return int(field.shape[1])
+    return max(1, int(np.searchsorted(_POW10, int(field.max()), side="right")))
+
+
+def _padded(variants: list[bytes], *, at_end: bool) -> np.ndarray:
+    """One row per variant, padded with spaces to the longest: at the end, or just
+    before the last byte (a closing brace)."""
+    width = max(map(len, variants))
+    out = np.full((len(variants), width), _SPACE, dtype=np.uint8)
+    for row, variant in zip(out, variants, strict=True):
+        data = np.frombuffer(variant, dtype=np.uint8)
+        if at_end:
+            row[: len(data)] = data
+        else:
+            row[: len(data) - 1] = data[:-1]
+            row[-1] = data[-1]
+    return out
+
+
+def _right_aligned(values: np.ndarray, out: np.ndarray) -> None:
+    """Write non-negative ``values`` as decimal digits right-aligned in ``out``'s
+    columns, spaces before them."""
+    width = out.shape[1]
+    rest = values.copy()
+    for column in range(width - 1, -1, -1):
+        digit = (rest % 10).astype(np.uint8) + ord("0")
+        if column < width - 1:
+            digit[(rest == 0)] = _SPACE
+        out[:, column] = digit
+        rest //= 10
 
 
 def item_ids(parts: Sequence[RecordPart]) -> npt.NDArray[np.int64]:

@@ -43,8 +43,9 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import BinaryIO
 
 import msgspec
 import numpy as np
@@ -419,10 +420,15 @@ class ResultStore:
                 arrays.discard()
             raise
         name = chunk_name(seq, manifest.writer, manifest.chunk_format)
+        lines = encode_lines(records)
         if manifest.chunk_format == "parquet":
-            data = parquet_bytes(encode_lines(records))
+            data: bytes | Callable[[BinaryIO], None] = parquet_bytes(b"".join(lines))
         else:
-            data = encode_lines(records)
+
+            def data(file: BinaryIO) -> None:
+                for piece in lines:
+                    file.write(piece)
+
         size, sha256 = self._chunks.write(name, data, exclusive=True)
         if failed is None:
             failed = sum(isinstance(r, ItemRecord) and not r.ok for r in records)
