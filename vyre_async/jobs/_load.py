@@ -130,10 +130,14 @@ class _Repeated(dict[str, Any]):
 def _check_json_keys(file: Path, data: bytes) -> None:
     """Refuse an object that repeats a key (JSON allows it; a job file does not)."""
 
+    repeats = 0
+
     def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        nonlocal repeats
         seen: dict[str, Any] = {}
         for key, value in items:
             if key in seen:
+                repeats += 1
                 repeated = _Repeated(items)
                 repeated.key = key
                 return repeated
@@ -143,6 +147,8 @@ def _check_json_keys(file: Path, data: bytes) -> None:
     try:
         tree = json.loads(data, object_pairs_hook=pairs)
     except ValueError:  # not JSON at all: msgspec names the place
+        return
+    if not repeats:  # the common case: no walk over (maybe millions of) listed sources
         return
     where = _find_repeated(tree, "$")
     if where is not None:
