@@ -46,6 +46,13 @@ from vyre_async.graphs import rmat
 RUNS = 24
 
 
+def _session(backend: Any, graph: Any) -> Any:
+    """A resident session; a tree from before ``va.resident_graph`` (run for comparison
+    with PYTHONPATH pointing at it) makes it with ``backend.resident_graph``."""
+    factory = getattr(va, "resident_graph", None)
+    return factory(backend, graph) if factory is not None else backend.resident_graph(graph)
+
+
 async def measure(session: Any, backend: Any, sources: list[int]) -> dict[str, float]:
     """Median phases of ``reach_count`` over ``sources``."""
     watcher = backend._watcher
@@ -193,7 +200,7 @@ async def main_async(scale: int, quick_only: bool = False) -> dict[str, Any]:
     candidates = np.flatnonzero(np.diff(graph.offsets) > 0)
     sources = [int(s) for s in rng.choice(candidates, RUNS, replace=False)]
     out: dict[str, Any] = {}
-    async with va.open_backend("cuda") as backend, va.resident_graph(backend, graph) as session:
+    async with va.open_backend("cuda") as backend, _session(backend, graph) as session:
         info = backend.device_info
         out["device"] = {"name": info.name, "driver_version": info.driver_version}
         out["date"] = datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds")
