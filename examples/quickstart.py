@@ -1,4 +1,4 @@
-"""The main job until the batch runner lands: real dispatches through the public API.
+"""A tour of the dispatch API: every built-in kernel, real dispatches, checked against NumPy.
 
 Runs on CUDA when a GPU answers, else on the CPU backend. It dispatches every
 built-in kernel on random data and checks each result against float64 NumPy, keeps
