@@ -267,3 +267,87 @@ async def test_in_flight_batches_run_at_once_and_each_gets_its_rows(
     assert most == in_flight
     want = [int((scipy_levels(graph, int(s)) >= 0).sum()) for s in sources]
     np.testing.assert_array_equal(counts, want)
+
+
+async def test_traversals_of_one_shape_reuse_their_scratch_and_stay_right(
+    rng: np.random.Generator,
+) -> None:
+    """Later traversals of a shape allocate nothing and upload only their sources, and
+    a reused scratch holds nothing of the traversal before it: every row equals SciPy's
+    (levels, counts, k-hop, and targets whose list changes between calls)."""
+    graph = GRAPH_SHAPES["rmat_skewed"](rng)
+    n = graph.num_vertices
+    async with va.open_backend("cpu") as backend, va.resident_graph(backend, graph) as session:
+        for _ in range(3):
+            sources = [int(s) for s in rng.integers(0, n, 70)]
+            targets = [int(t) for t in rng.integers(0, n, 5)]
+            before = backend.telemetry()
+            levels = await session.bfs_many(sources)
+            counts = await session.bfs_many(sources, readback="counts")
+            hops = await session.bfs_many(sources, k=1)
+            at = await session.bfs_many(sources, readback="targets", targets=targets)
+            made = backend.telemetry().resident_allocations - before.resident_allocations
+            for i, source in enumerate(sources):
+                dist = scipy_levels(graph, source)
+                np.testing.assert_array_equal(levels[i], dist)
+                assert counts[i] == int((dist >= 0).sum())
+                np.testing.assert_array_equal(hops[i], np.where(dist <= 1, dist, -1))
+                np.testing.assert_array_equal(at[i], dist[targets])
+        # The last round found a scratch of each of its three shapes (levels twice).
+        assert made == 0
+        assert session.stats().allocations_avoided >= 8
+
+
+async def test_idle_scratch_is_capped_and_freed_with_the_session(
+    rng: np.random.Generator,
+) -> None:
+    """A replica keeps at most MSBFS_IDLE_SETS idle scratches, the newest shapes; closing
+    the session frees them with the graph."""
+    from vyre_async.sessions._replica import MSBFS_IDLE_SETS
+
+    graph = GRAPH_SHAPES["random_directed"](rng)
+    async with va.open_backend("cpu") as backend:
+        before = backend.telemetry().resident_buffers_live
+        async with va.resident_graph(backend, graph) as session:
+            for count in (10, 70, 130, 200, 260, 330):  # 1 to 6 lane words: six shapes
+                counts = await session.bfs_many(list(range(count)), readback="counts")
+                assert counts.shape == (count,)
+            (replica,) = session._replicas
+            assert [s.shape[0] for s in replica.free_msbfs] == [3, 4, 5, 6][-MSBFS_IDLE_SETS:]
+        assert backend.telemetry().resident_buffers_live == before
+
+
+async def test_a_cancelled_traversal_leaves_no_scratch_behind(
+    rng: np.random.Generator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bfs_many cancelled while its traversal holds a scratch does not give that
+    scratch to the next traversal (its work may still be running): the buffers are
+    freed, and the next run is right."""
+    from vyre_async.algorithms.msbfs import _run
+
+    graph = GRAPH_SHAPES["rmat_skewed"](rng)
+    sources = [int(s) for s in rng.integers(0, graph.num_vertices, 64)]
+    started = anyio.Event()
+    run = _run.MultiSourceTraversal._run
+
+    async def stalled(self: object, *args: object) -> np.ndarray:
+        started.set()
+        await anyio.sleep_forever()
+        raise AssertionError("unreachable")
+
+    async with va.open_backend("cpu") as backend, va.resident_graph(backend, graph) as session:
+        (replica,) = session._replicas
+        live = backend.telemetry().resident_buffers_live
+        monkeypatch.setattr(_run.MultiSourceTraversal, "_run", stalled)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(session.bfs_many, sources)
+            await started.wait()
+            assert backend.telemetry().resident_buffers_live > live  # the scratch
+            tg.cancel_scope.cancel()
+        assert replica.free_msbfs == []
+        assert backend.telemetry().resident_buffers_live == live
+        monkeypatch.setattr(_run.MultiSourceTraversal, "_run", run)
+        levels = await session.bfs_many(sources)
+        assert len(replica.free_msbfs) == 1
+    for row, source in zip(levels, sources, strict=True):
+        np.testing.assert_array_equal(row, scipy_levels(graph, source))

@@ -171,16 +171,27 @@ async def traverse_many(
     runner = msbfs.MultiSourceTraversal(backend, replica.buffers, num_vertices)
     max_level = shape.k if shape.kind == "khop" and shape.k is not None else msbfs.MSBFS_UNLIMITED
     readback = "counts" if shape.kind == "reach" else shape.readback
-    rows = [
-        await runner.run(
-            sources[start:stop],
-            words=words,
-            max_level=max_level,
-            readback=readback,
-            targets=shape.targets,
+    rows = []
+    for start, stop, words in chunks:
+        scratch, reused = await replica.msbfs_scratch(
+            num_vertices, (words, readback, len(shape.targets))
         )
-        for start, stop, words in chunks
-    ]
+        counters.scratch_reused += reused
+        done = False
+        try:
+            rows.append(
+                await runner.run(
+                    sources[start:stop],
+                    words=words,
+                    max_level=max_level,
+                    readback=readback,
+                    targets=shape.targets,
+                    scratch=scratch,
+                )
+            )
+            done = True
+        finally:
+            await replica.return_msbfs(scratch, keep=done)
     counters.add_run(
         before,
         backend.activity(),

@@ -13,8 +13,9 @@ import anyio
 import numpy as np
 
 from .._lifecycle import LifecycleState
-from ..algorithms import bfs, pagerank
+from ..algorithms import bfs, msbfs, pagerank
 from ..algorithms.bfs import BfsScratch
+from ..algorithms.msbfs import MsbfsScratch, ScratchShape
 from ..algorithms.pagerank import PagerankInputs, PagerankScratch
 from ..backends import Backend, ResidentBuffer, SequenceStep
 from ..errors import OutOfMemoryError
@@ -22,6 +23,11 @@ from ..graphs import CsrGraph
 from ..logging import get_logger
 
 _log = get_logger("vyre_async.sessions")
+
+#: Idle multi-source scratches a replica keeps for later traversals of their shape...
+MSBFS_IDLE_SETS = 4
+#: ...holding at most this many device bytes together (a larger one is freed after use).
+MSBFS_IDLE_BYTES = 4 << 30
 
 
 class GraphReplica:
@@ -38,6 +44,8 @@ class GraphReplica:
         self.buffers: dict[str, ResidentBuffer] = {}
         self.free_bfs: list[BfsScratch] = []
         self.free_pr: list[PagerankScratch] = []
+        #: Idle multi-source scratches, the least recently used first.
+        self.free_msbfs: list[MsbfsScratch] = []
         self.scratch: list[ResidentBuffer] = []
         self.graph_bytes = 0
         self.graph_allocations = 0
@@ -89,6 +97,50 @@ class GraphReplica:
         buffers.append(await self.backend.alloc(4 * pagerank.PR_STATE_WORDS, np.float32))
         self.scratch += buffers
         return PagerankScratch(*buffers), False
+
+    async def msbfs_scratch(
+        self, num_vertices: int, shape: ScratchShape
+    ) -> tuple[MsbfsScratch, bool]:
+        """A multi-source scratch of ``shape`` for one traversal; ``True`` when reused.
+
+        Give it back with :meth:`return_msbfs`. Where a new one does not fit, the idle
+        ones are freed and it is tried once more.
+        """
+        free = self.free_msbfs
+        for i in range(len(free) - 1, -1, -1):
+            if free[i].shape == shape:
+                return free.pop(i), True
+        try:
+            scratch = await msbfs.allocate_scratch(self.backend, self.buffers, num_vertices, shape)
+        except OutOfMemoryError:
+            if not free:
+                raise
+            idle, free[:] = free[:], []
+            for old in idle:
+                await self._drop_msbfs(old)
+            scratch = await msbfs.allocate_scratch(self.backend, self.buffers, num_vertices, shape)
+        self.scratch += scratch.buffers
+        return scratch, False
+
+    async def return_msbfs(self, scratch: MsbfsScratch, *, keep: bool) -> None:
+        """Take back a scratch :meth:`msbfs_scratch` gave: kept idle when ``keep`` and
+        within :data:`MSBFS_IDLE_SETS` / :data:`MSBFS_IDLE_BYTES`, else freed (once no
+        unfinished work uses it: a cancelled traversal's may still run)."""
+        free = self.free_msbfs
+        if keep and self.buffers and self.lost is None and scratch.nbytes <= MSBFS_IDLE_BYTES:
+            free.append(scratch)
+            while len(free) > MSBFS_IDLE_SETS or sum(s.nbytes for s in free) > MSBFS_IDLE_BYTES:
+                await self._drop_msbfs(free.pop(0))
+            return
+        await self._drop_msbfs(scratch)
+
+    async def _drop_msbfs(self, scratch: MsbfsScratch) -> None:
+        """Free a scratch's buffers, unless :meth:`free_all` freed them already."""
+        gone = {b.id for b in scratch.buffers}
+        mine = [b for b in self.scratch if b.id in gone]
+        self.scratch = [b for b in self.scratch if b.id not in gone]
+        if mine and self.backend.state is LifecycleState.OPEN and self.lost is None:
+            await msbfs.free_scratch_buffers(self.backend, mine)
 
     async def pagerank_inputs(self, order: Callable[[], Awaitable[np.ndarray]]) -> PagerankInputs:
         """PageRank's renumbered in-lists and shares order, made by the first call.
@@ -144,6 +196,7 @@ class GraphReplica:
         self.scratch.clear()
         self.free_bfs.clear()
         self.free_pr.clear()
+        self.free_msbfs.clear()
         if self.backend.state is not LifecycleState.OPEN or self.lost is not None:
             return  # the backend freed everything when it closed, or cannot any more
         with anyio.CancelScope(shield=True):

@@ -3,7 +3,8 @@
 Each vertex carries W 64-bit words of visited and frontier bits; a level is one pull
 over the in-edges for all sources together. :class:`MultiSourceTraversal` runs the
 kernels over a resident graph as repeated sequences and reads back only what was
-asked for (levels, target levels or reached counts). The CUDA C is in this package's
+asked for (levels, target levels or reached counts), in buffers a caller may keep
+for the next traversal of the same shape (:class:`MsbfsScratch`). The CUDA C is in this package's
 ``.cu`` files; the state layout and launch shapes in its ``_layout`` module.
 """
 
@@ -37,8 +38,12 @@ from ._layout import STATE_WIDTH as STATE_WIDTH
 from ._layout import STATE_WORDS as STATE_WORDS
 from ._layout import msbfs_hub_min_degree as msbfs_hub_min_degree
 from ._layout import msbfs_words as msbfs_words
+from ._run import MsbfsScratch as MsbfsScratch
 from ._run import MultiSourceTraversal as MultiSourceTraversal
 from ._run import Readback as Readback
+from ._run import ScratchShape as ScratchShape
+from ._run import allocate_scratch as allocate_scratch
+from ._run import free_scratch_buffers as free_scratch_buffers
 
 _register_builtin(*MSBFS_KERNELS)
 
@@ -49,6 +54,7 @@ __all__ = [
     "MSBFS_MAX_WORDS",
     "MSBFS_STATE_WORDS",
     "MSBFS_UNLIMITED",
+    "MsbfsScratch",
     "MultiSourceTraversal",
     "Readback",
     "STATE_ACTIVE",
@@ -63,6 +69,9 @@ __all__ = [
     "STATE_REACHED",
     "STATE_WIDTH",
     "STATE_WORDS",
+    "ScratchShape",
+    "allocate_scratch",
+    "free_scratch_buffers",
     "msbfs_advance",
     "msbfs_count",
     "msbfs_expand",
