@@ -75,6 +75,7 @@ class _Store:
 
     class manifest:  # noqa: N801 - mirrors the attribute the committer reads
         failed = 0
+        chunks = ()
 
     has_staged = False  # no full-result arrays
 
@@ -85,8 +86,11 @@ class _Store:
     def cut(self) -> None:
         """The chunk has no array file."""
 
-    def commit(self, records: list[ItemRecord], failed: int, arrays: None) -> None:
-        self.chunks.append(len(records))
+    def write_chunk(self, seq: int, records: list[ItemRecord], failed: int, arrays: None) -> int:
+        return len(records)
+
+    def list_chunk(self, written: int) -> None:
+        self.chunks.append(written)
         self.committed.set()  # on the loop thread: see _inline_threads
 
 

@@ -21,6 +21,7 @@ from ._atomic import TEMP_PREFIX, Folder, NotPlainError
 from ._layout import (
     ARRAYS_DIR,
     CHUNKS_DIR,
+    CHUNKS_WRITTEN_AT_ONCE,
     FOREIGN_FIX,
     LOCK_FILE,
     MANIFEST_FILE,
@@ -184,9 +185,10 @@ def classify(
 ) -> list[tuple[Folder, str, int]]:
     """What the last writer left uncommitted, as ``(folder, name, chunk number)``.
 
-    The last writer (the manifest's token) may have left the chunk it was committing
-    (the next in sequence, exactly) and array files of chunks it had not committed,
-    each perhaps still under a temp name. Anything else unlisted is refused.
+    The last writer (the manifest's token) may have left the chunks it was committing
+    (the next :data:`CHUNKS_WRITTEN_AT_ONCE` in sequence, no others) and array files
+    of chunks it had not committed, each perhaps still under a temp name. Anything
+    else unlisted is refused.
 
     Raises:
         ConfigurationError: A file that is neither committed nor the last writer's.
@@ -199,8 +201,12 @@ def classify(
     )
     if manifest is not None:
         next_chunk = len(manifest.chunks)
-        next_name = chunk_name(next_chunk, manifest.writer, manifest.chunk_format)
-        own_chunk = re.compile(rf"^(?:{re.escape(TEMP_PREFIX)}\d+-)?({re.escape(next_name)})$")
+        next_names = {
+            chunk_name(seq, manifest.writer, manifest.chunk_format): seq
+            for seq in range(next_chunk, next_chunk + CHUNKS_WRITTEN_AT_ONCE)
+        }
+        names = "|".join(map(re.escape, next_names))
+        own_chunk = re.compile(rf"^(?:{re.escape(TEMP_PREFIX)}\d+-)?({names})$")
         own_array = own_uncommitted(manifest.writer, "npz")
     leftovers: list[tuple[Folder, str, int]] = []
     for place, listed in ((chunks, chunk_names), (arrays, array_names)):
@@ -209,8 +215,9 @@ def classify(
             if name in listed and kind == "file":
                 continue
             if manifest is not None and kind != "dir":
-                if place is chunks and own_chunk.match(name):
-                    leftovers.append((place, name, next_chunk))
+                written = own_chunk.match(name) if place is chunks else None
+                if written is not None:
+                    leftovers.append((place, name, next_names[written[1]]))
                     continue
                 mine = own_array.match(name) if place is arrays else None
                 if mine is not None:

@@ -2,10 +2,13 @@
 
 The committer takes the workers' records from a bounded stream and cuts them into
 chunks of ``commit_items`` records, or whatever arrived within ``commit_interval_s``.
-A writer task commits the chunks in order through the :class:`ResultStore` in a
-worker thread, while the committer already gathers the next one: a commit's fsyncs
-never hold up the workers unless two chunks are waiting (the stream between the two
-holds one).
+A writer task hands each chunk to a worker thread that encodes and writes it
+(:meth:`ResultStore.write_chunk`), up to :data:`WRITES_AT_ONCE` chunks at once, and
+lists the written chunks in the manifest strictly in order
+(:meth:`ResultStore.list_chunk`), while the committer already gathers the next one:
+writing never holds up the workers unless that many chunks are being written and
+another is waiting (the stream between the two holds one). A chunk whose
+predecessor failed to commit is written but never listed: a resume removes it.
 
 Full-result arrays follow their records: as each block arrives, its staged arrays
 are appended to the array file of the chunk being gathered (in a worker thread),
@@ -20,8 +23,10 @@ import anyio
 from anyio.abc import ObjectReceiveStream, ObjectSendStream
 from anyio.streams.memory import MemoryObjectReceiveStream
 
+from ..errors import ConfigurationError
 from ._arrays import ArrayFileWriter
 from ._count_records import RecordPart, item_count
+from ._layout import CHUNKS_WRITTEN_AT_ONCE
 from ._progress import Progress
 from ._spec import OutputSection
 from ._store import ResultStore
@@ -30,6 +35,18 @@ from ._store import ResultStore
 Outcomes = tuple[list[RecordPart], int]
 #: A chunk's records, how many are failures, and its array file.
 Chunk = tuple[list[RecordPart], int, ArrayFileWriter | None]
+#: Chunks encoded and written at once, each in a worker thread.
+WRITES_AT_ONCE = CHUNKS_WRITTEN_AT_ONCE
+
+
+class _Listing:
+    """Set once a chunk's commit ended; ``listed`` says whether the manifest has it."""
+
+    __slots__ = ("ended", "listed")
+
+    def __init__(self) -> None:
+        self.ended = anyio.Event()
+        self.listed = False
 
 
 class Committer:
@@ -60,6 +77,7 @@ class Committer:
         self._chunk_failed = 0
         self._flushing = False
         self._receiving: anyio.CancelScope | None = None
+        self._commit_failed = False
         #: Set once every received record is committed (the stream ended, or a flush).
         self.done = anyio.Event()
 
@@ -69,16 +87,19 @@ class Committer:
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._write, chunks_receive)
             async with chunks_send, receive:
-                await self._gather(receive, chunks_send)
-                # After a flush: what the workers handed over already, and nothing more.
-                while True:
-                    try:
-                        outcomes = receive.receive_nowait()
-                    except (anyio.WouldBlock, anyio.EndOfStream):
-                        break
-                    await self._add(*outcomes)
-                if self._chunk:
-                    await chunks_send.send(self._cut())
+                try:
+                    await self._gather(receive, chunks_send)
+                    # After a flush: what the workers handed over already, and nothing more.
+                    while True:
+                        try:
+                            outcomes = receive.receive_nowait()
+                        except (anyio.WouldBlock, anyio.EndOfStream):
+                            break
+                        await self._add(*outcomes)
+                    if self._chunk:
+                        await chunks_send.send(self._cut())
+                except anyio.BrokenResourceError:
+                    pass  # the writer failed: its error is the one the task group raises
         self.done.set()
 
     async def flush(self) -> None:
@@ -138,8 +159,51 @@ class Committer:
                 due = now + interval
 
     async def _write(self, chunks: ObjectReceiveStream[Chunk]) -> None:
-        async with chunks:
-            async for records, failed, arrays in chunks:
-                # A commit that started finishes: its chunk is either all in or not listed.
-                with anyio.CancelScope(shield=True):
-                    await anyio.to_thread.run_sync(self._store.commit, records, failed, arrays)
+        slots = anyio.Semaphore(WRITES_AT_ONCE)
+        seq = len(self._store.manifest.chunks)
+        before: _Listing | None = None
+        async with chunks, anyio.create_task_group() as tg:
+            async for chunk in chunks:
+                await slots.acquire()
+                if self._commit_failed:
+                    break  # nothing more is written: the failure ends the run
+                listing = _Listing()
+                tg.start_soon(self._commit, seq, chunk, before, listing, slots)
+                seq, before = seq + 1, listing
+
+    async def _commit(
+        self,
+        seq: int,
+        chunk: Chunk,
+        before: _Listing | None,
+        listing: _Listing,
+        slots: anyio.Semaphore,
+    ) -> None:
+        """Write chunk ``seq``, then list it once the chunk before it is listed."""
+        records, failed, arrays = chunk
+        try:
+            # A commit that started finishes: its chunk is either all in or not listed.
+            with anyio.CancelScope(shield=True):
+                try:
+                    written = await anyio.to_thread.run_sync(
+                        self._store.write_chunk, seq, records, failed, arrays
+                    )
+                    if before is not None:
+                        await before.ended.wait()
+                        if not before.listed:  # its error ends the run; this one stays unlisted
+                            return
+                    await anyio.to_thread.run_sync(self._store.list_chunk, written)
+                except BaseException as exc:
+                    self._commit_failed = True
+                    if not isinstance(exc, OSError):
+                        raise
+                    raise ConfigurationError(
+                        f"committing chunk {seq} to {self._store.folder} failed: {exc}; the "
+                        "chunks committed before it are intact",
+                        fix="make room on the disk (or make the folder writable), then run "
+                        "the job again with --resume.",
+                    ) from exc
+                listing.listed = True
+        finally:
+            listing.ended.set()
+            slots.release()

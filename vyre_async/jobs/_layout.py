@@ -25,6 +25,9 @@ ROOT_TEMP = re.compile(rf"^{re.escape(TEMP_PREFIX)}\d+-(?:manifest|summary)\.jso
 #: as the manifest lists them.
 CHUNK_NAME = re.compile(r"^(\d{6})-([0-9a-f]{8})\.(jsonl|parquet)$")
 ARRAY_PATH = re.compile(rf"^{ARRAYS_DIR}/(\d{{6}}-[0-9a-f]{{8}}\.npz)$")
+#: Chunks a run writes at once; they join the manifest in order, so a run that ends
+#: leaves at most this many written and unlisted, numbered from the manifest's count.
+CHUNKS_WRITTEN_AT_ONCE = 2
 FOREIGN_FIX = (
     "vyre-async writes only into a new or empty folder, or one of its own job folders; "
     "choose another folder with --out DIR, or move the files named above away."

@@ -45,7 +45,7 @@ import os
 import threading
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, NamedTuple
 
 import msgspec
 import numpy as np
@@ -65,7 +65,7 @@ from ._claim import (
     unusable,
 )
 from ._columns import parquet_bytes
-from ._count_records import RecordPart, encode_lines, item_count, item_ids
+from ._count_records import RecordPart, encode_lines, item_ids
 from ._layout import (
     ARRAYS_DIR,
     CHUNKS_DIR,
@@ -125,6 +125,20 @@ def output_folder(
     return folder
 
 
+class WrittenChunk(NamedTuple):
+    """A chunk :meth:`ResultStore.write_chunk` wrote, for :meth:`ResultStore.list_chunk`.
+
+    Attributes:
+        seq: Its number.
+        ids: Its items' ids.
+        entry: What the manifest will list.
+    """
+
+    seq: int
+    ids: npt.NDArray[np.int64]
+    entry: ChunkEntry
+
+
 class ResultStore:
     """The output folder of one job, locked for one run; made by :meth:`open`.
 
@@ -155,6 +169,8 @@ class ResultStore:
         # The array file of the chunk being gathered, and that chunk's number.
         self._open_arrays: ArrayFileWriter | None = None
         self._cuts = len(manifest.chunks)
+        # Items of chunks written and not yet listed in the manifest.
+        self._writing = np.zeros_like(committed)
         # Array files of chunks cut and not yet committed (close removes them).
         self._cut_arrays: set[ArrayFileWriter] = set()
 
@@ -393,6 +409,8 @@ class ResultStore:
     ) -> ChunkEntry:
         """Write records as the next chunk, with their array file, and commit it in the manifest.
 
+        :meth:`write_chunk` then :meth:`list_chunk`, for one chunk at a time.
+
         Args:
             records: The chunk's records (each item at most once, none committed before).
             failed: How many are failures, when the caller counted them already.
@@ -403,41 +421,93 @@ class ResultStore:
                 records name another array file than ``arrays`` (a caller's fault:
                 the runner never hands one over).
         """
+        seq = len(self._manifest.chunks)
+        return self.list_chunk(self.write_chunk(seq, records, failed, arrays))
+
+    def write_chunk(
+        self,
+        seq: int,
+        records: Sequence[RecordPart],
+        failed: int | None = None,
+        arrays: ArrayFileWriter | None = None,
+    ) -> WrittenChunk:
+        """Write chunk number ``seq`` and its array file, durable but not yet listed.
+
+        Chunks may be written at once from several threads; :meth:`list_chunk` then
+        commits them in ``seq`` order. A written chunk that is never listed (the run
+        ended first) is the runner's own uncommitted file: a resume removes it.
+
+        Args:
+            seq: The chunk's number: the manifest's chunk count when the chunks
+                before it are listed.
+            records: As for :meth:`commit`.
+            failed: As for :meth:`commit`.
+            arrays: As for :meth:`commit`.
+
+        Raises:
+            ValueError: As for :meth:`commit`, or an item is in a chunk written and
+                not yet listed.
+        """
         manifest = self._manifest
-        seq = len(manifest.chunks)
         if arrays is not None:
             with self._staged_lock:
                 self._cut_arrays.discard(arrays)
-        done = self.committed
         try:
-            ids = _check_chunk(records, done, arrays, seq)
-            files: tuple[FileEntry, ...] = ()
-            if arrays is not None:
-                files = (arrays.finish(),)
-                self._arrays.sync()  # the array file's rename, before the manifest names it
+            with self._staged_lock:
+                ids = _check_chunk(records, self.committed | self._writing, arrays, seq)
+                self._writing[ids] = True
+            try:
+                files: tuple[FileEntry, ...] = ()
+                if arrays is not None:
+                    files = (arrays.finish(),)
+                    self._arrays.sync()  # the array file's rename, before the manifest names it
+            except BaseException:
+                self._stop_writing(ids)
+                raise
         except BaseException:
             if arrays is not None:
                 arrays.discard()
             raise
-        name = chunk_name(seq, manifest.writer, manifest.chunk_format)
-        lines = encode_lines(records)
-        if manifest.chunk_format == "parquet":
-            data: bytes | Callable[[BinaryIO], None] = parquet_bytes(b"".join(lines))
-        else:
+        try:
+            name = chunk_name(seq, manifest.writer, manifest.chunk_format)
+            lines = encode_lines(records)
+            if manifest.chunk_format == "parquet":
+                data: bytes | Callable[[BinaryIO], None] = parquet_bytes(b"".join(lines))
+            else:
 
-            def data(file: BinaryIO) -> None:
-                for piece in lines:
-                    file.write(piece)
+                def data(file: BinaryIO) -> None:
+                    for piece in lines:
+                        file.write(piece)
 
-        size, sha256 = self._chunks.write(name, data, exclusive=True)
+            size, sha256 = self._chunks.write(name, data, exclusive=True)
+        except BaseException:
+            self._stop_writing(ids)
+            raise
         if failed is None:
             failed = sum(isinstance(r, ItemRecord) and not r.ok for r in records)
-        entry = ChunkEntry(name, item_count(records), failed, size, sha256, files)
-        manifest = msgspec.structs.replace(manifest, chunks=(*manifest.chunks, entry))
+        return WrittenChunk(seq, ids, ChunkEntry(name, ids.size, failed, size, sha256, files))
+
+    def list_chunk(self, written: WrittenChunk) -> ChunkEntry:
+        """Commit a written chunk: the manifest lists it (and the job's earlier chunks).
+
+        Raises:
+            ValueError: The chunks before it are not listed yet.
+        """
+        manifest = self._manifest
+        if written.seq != len(manifest.chunks):
+            raise ValueError(
+                f"chunk {written.seq} cannot be listed after {len(manifest.chunks)} chunks"
+            )
+        manifest = msgspec.structs.replace(manifest, chunks=(*manifest.chunks, written.entry))
         self._root.write(MANIFEST_FILE, _encoder.encode(manifest))
         self._manifest = manifest
-        done[ids] = True
-        return entry
+        self.committed[written.ids] = True
+        self._stop_writing(written.ids)
+        return written.entry
+
+    def _stop_writing(self, ids: npt.NDArray[np.int64]) -> None:
+        with self._staged_lock:
+            self._writing[ids] = False
 
     def finish(self) -> None:
         """Mark the job complete in the manifest (every item is committed)."""

@@ -1,0 +1,156 @@
+"""Chunks written at once and listed in order: the store's two commit phases and the
+committer that drives them."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+
+import anyio
+import numpy as np
+import pytest
+from job_files import committed, expected_reach, job_file, random_sources, rmat_graph
+
+from vyre_async.errors import ConfigurationError
+from vyre_async.jobs import JobRunner, load_job, read_records
+from vyre_async.jobs import _committer as committer_module
+from vyre_async.jobs._count_records import CountRecords
+from vyre_async.jobs._store import ResultStore
+
+
+def _block(first: int, count: int) -> CountRecords:
+    ids = np.arange(first, first + count, dtype=np.int64)
+    return CountRecords(ids, ids % 7, ids % 5 + 1, workload=0, kind="reach", attempts=1, run_ms=0.5)
+
+
+def test_chunks_written_out_of_order_are_listed_only_in_order(tmp_path: Path) -> None:
+    """A chunk written before the one ahead of it waits: listing it first is refused,
+    its items cannot be written again meanwhile, and after both are listed every item
+    reads back once."""
+    store = ResultStore.open(tmp_path / "o", job="j", fingerprint="f", total_items=8, resume=False)
+    try:
+        second = store.write_chunk(1, [_block(4, 4)], 0)
+        with pytest.raises(ValueError, match="cannot be listed after 0 chunks"):
+            store.list_chunk(second)
+        with pytest.raises(ValueError, match="repeats an item"):
+            store.write_chunk(2, [_block(6, 2)], 0)
+        first = store.write_chunk(0, [_block(0, 4)], 0)
+        store.list_chunk(first)
+        store.list_chunk(second)
+        store.finish()
+    finally:
+        store.close()
+    got = sorted((r.id, r.reached) for r in read_records(tmp_path / "o"))
+    assert got == [(i, i % 5 + 1) for i in range(8)]
+
+
+def test_written_chunks_never_listed_are_removed_by_the_resume(tmp_path: Path) -> None:
+    """A run that ends while chunks are written and not listed leaves at most
+    CHUNKS_WRITTEN_AT_ONCE of its own files, numbered from the manifest's count; the
+    resume removes them and the items are written again, once. A file of the same
+    writer numbered beyond them is no run's leftover: it is refused."""
+    out = tmp_path / "o"
+    store = ResultStore.open(out, job="j", fingerprint="f", total_items=12, resume=False)
+    store.list_chunk(store.write_chunk(0, [_block(0, 4)], 0))
+    store.write_chunk(1, [_block(4, 4)], 0)
+    store.write_chunk(2, [_block(8, 4)], 0)  # and the run ends
+    writer = store.manifest.writer
+    store.close()
+    assert len(list((out / "chunks").iterdir())) == 3
+    store = ResultStore.open(out, job="j", fingerprint="f", total_items=12, resume=True)
+    try:
+        assert [p.name for p in (out / "chunks").iterdir()] == [f"000000-{writer}.jsonl"]
+        assert store.committed.tolist() == [True] * 4 + [False] * 8
+        store.list_chunk(store.write_chunk(1, [_block(4, 8)], 0))
+        store.finish()
+    finally:
+        store.close()
+    assert sorted(r.id for r in read_records(out)) == list(range(12))
+
+    beyond = tmp_path / "p"
+    store = ResultStore.open(beyond, job="j", fingerprint="f", total_items=12, resume=False)
+    store.list_chunk(store.write_chunk(0, [_block(0, 4)], 0))
+    store.write_chunk(3, [_block(4, 4)], 0)
+    store.close()
+    with pytest.raises(ConfigurationError, match=r"000003-.*the last run did not write.*Fix:"):
+        ResultStore.open(beyond, job="j", fingerprint="f", total_items=12, resume=True)
+
+
+async def test_the_committer_writes_chunks_at_once_and_lists_them_in_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With slow chunk writes, WRITES_AT_ONCE chunks are written at the same time (no
+    more), the manifest lists them in order, and every record equals SciPy's."""
+    writing = 0
+    most = 0
+    lock = threading.Lock()
+    listed: list[int] = []
+    write, list_chunk = ResultStore.write_chunk, ResultStore.list_chunk
+
+    def slow_write(self: ResultStore, seq: int, *args: object) -> object:
+        nonlocal writing, most
+        with lock:
+            writing += 1
+            most = max(most, writing)
+        time.sleep(0.05 if seq % 2 == 0 else 0.01)  # even chunks finish last
+        try:
+            return write(self, seq, *args)  # type: ignore[arg-type]
+        finally:
+            with lock:
+                writing -= 1
+
+    def record_listing(self: ResultStore, written: object) -> object:
+        listed.append(written.seq)  # type: ignore[attr-defined]
+        return list_chunk(self, written)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ResultStore, "write_chunk", slow_write)
+    monkeypatch.setattr(ResultStore, "list_chunk", record_listing)
+    graph = rmat_graph()
+    sources = random_sources(160, 3, graph.num_vertices)
+    path = await job_file(tmp_path, [{"kind": "reach", "sources": sources}])
+    spec = await anyio.to_thread.run_sync(load_job, path)
+    summary = await JobRunner(spec, job_file=path).run()
+    assert summary.status == "complete"
+    assert most == committer_module.WRITES_AT_ONCE
+    assert listed == sorted(listed) == list(range(len(listed)))
+    assert len(listed) >= 4
+    records = sorted(await committed(tmp_path / "out"), key=lambda r: r.id)
+    assert [r.reached for r in records] == [expected_reach(graph, s) for s in sources]
+
+
+async def test_a_chunk_after_one_that_failed_to_write_is_not_listed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A failed chunk write ends the run with that error; a later chunk already written
+    stays unlisted (no gap in the manifest), and the resume completes every item once."""
+    write = ResultStore.write_chunk
+
+    def failing(self: ResultStore, seq: int, *args: object) -> object:
+        if seq == 1:
+            time.sleep(0.05)  # chunk 2 is written meanwhile
+            raise OSError(28, "No space left on device")
+        return write(self, seq, *args)  # type: ignore[arg-type]
+
+    graph = rmat_graph()
+    sources = random_sources(160, 4, graph.num_vertices)
+    path = await job_file(tmp_path, [{"kind": "reach", "sources": sources}])
+    monkeypatch.setattr(ResultStore, "write_chunk", failing)
+    spec = await anyio.to_thread.run_sync(load_job, path)
+    with pytest.raises(ConfigurationError, match=r"chunk 1 .*No space left.*Fix: .*--resume"):
+        await JobRunner(spec, job_file=path).run()
+    manifest = json.loads(await anyio.Path(tmp_path / "out/manifest.json").read_text())
+    assert len(manifest["chunks"]) == 1  # chunk 0 only
+    assert len(await committed(tmp_path / "out")) == manifest["chunks"][0]["records"]
+    chunk_files = await anyio.to_thread.run_sync(lambda: list((tmp_path / "out/chunks").iterdir()))
+    assert len(chunk_files) >= 2  # and chunk 2 (or more), written and not listed
+    monkeypatch.setattr(ResultStore, "write_chunk", write)
+    summary = await JobRunner(spec, job_file=path, resume=True).run()
+    assert summary.status == "complete"
+    records = sorted(await committed(tmp_path / "out"), key=lambda r: r.id)
+    assert [r.id for r in records] == list(range(160))
+    assert [r.reached for r in records] == [expected_reach(graph, s) for s in sources]
+    listed = json.loads(await anyio.Path(tmp_path / "out/manifest.json").read_text())["chunks"]
+    files = await anyio.to_thread.run_sync(lambda: list((tmp_path / "out/chunks").iterdir()))
+    assert sorted(f.name for f in files) == sorted(c["name"] for c in listed)
