@@ -9,7 +9,7 @@ so every run (and every resume) sees the same source for the same id.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
 import numpy as np
 import numpy.typing as npt
@@ -87,8 +87,25 @@ def sources_out_degree(spec: JobSpec, graph: CsrGraph) -> Ids | None:
     return None
 
 
+def listed_source_arrays(spec: JobSpec) -> dict[int, Ids]:
+    """Each workload's listed sources as one int64 array, by workload index.
+
+    Converting a long list takes milliseconds: call it off the event loop, once, and
+    hand the arrays to :func:`check_sources` and :func:`iter_blocks`.
+    """
+    return {
+        i: np.asarray(w.sources, dtype=np.int64)
+        for i, w in enumerate(spec.workload)
+        if isinstance(w.sources, list)
+    }
+
+
 def check_sources(
-    spec: JobSpec, num_vertices: int, job_file: str, out_degree: Ids | None = None
+    spec: JobSpec,
+    num_vertices: int,
+    job_file: str,
+    out_degree: Ids | None = None,
+    listed: Mapping[int, Ids] | None = None,
 ) -> None:
     """Refuse listed sources outside the graph (and random ones from an empty graph).
 
@@ -98,6 +115,7 @@ def check_sources(
         job_file: The file, for the messages.
         out_degree: The graph's out-degrees; with them, random sources that must have
             ``min_out_degree`` out-edges are refused when no vertex has that many.
+        listed: The listed sources as :func:`listed_source_arrays` made them.
 
     Raises:
         ConfigurationError: Naming the file, the path inside it and the vertex.
@@ -120,11 +138,11 @@ def check_sources(
                     fix=f"lower min_out_degree to at most {int(out_degree.max())}.",
                 )
             continue
-        listed = np.asarray(sources, dtype=np.int64)
-        if listed.size and int(listed.max()) >= num_vertices:
-            j = int(np.argmax(listed >= num_vertices))  # the first one out of range
+        ids = listed[i] if listed is not None else np.asarray(sources, dtype=np.int64)
+        if ids.size and int(ids.max()) >= num_vertices:
+            j = int(np.argmax(ids >= num_vertices))  # the first one out of range
             raise ConfigurationError(
-                f"{job_file}: $.workload[{i}].sources[{j}]: vertex {int(listed[j])} is out "
+                f"{job_file}: $.workload[{i}].sources[{j}]: vertex {int(ids[j])} is out "
                 f"of range for a graph of {num_vertices} vertices",
                 fix=f"list vertex ids in [0, {num_vertices - 1}].",
             )
@@ -135,6 +153,7 @@ def iter_blocks(
     num_vertices: int,
     committed: npt.NDArray[np.bool_],
     out_degree: Ids | None = None,
+    listed: Mapping[int, Ids] | None = None,
 ) -> Iterator[ItemBlock]:
     """The job's items in id order, in blocks, leaving out ``committed`` ids.
 
@@ -144,6 +163,8 @@ def iter_blocks(
         committed: One flag per item id; set ids are skipped.
         out_degree: The graph's out-degrees; needed when random sources have a
             ``min_out_degree``.
+        listed: The listed sources as :func:`listed_source_arrays` made them (else
+            each run of them is converted here).
 
     Raises:
         ValueError: Random sources have a ``min_out_degree`` and no ``out_degree``
@@ -157,7 +178,12 @@ def iter_blocks(
             if not committed[base]:
                 yield ItemBlock(index, np.array([base], np.int64), np.empty(0, np.int64))
         else:
-            for start, sources in _source_runs(workload, num_vertices, count, out_degree):
+            runs = (
+                [(0, listed[index])]
+                if listed is not None and index in listed
+                else _source_runs(workload, num_vertices, count, out_degree)
+            )
+            for start, sources in runs:
                 for at in range(0, sources.size, size):
                     part = sources[at : at + size]
                     ids = np.arange(base + start + at, base + start + at + part.size)

@@ -56,7 +56,14 @@ from ._execute import BlockExecutor, array_records, count_records, execute_block
 from ._executors import Executor, LocalExecutor, executor_for
 from ._graph_prep import prepare_job_graph
 from ._graph_source import job_fingerprint, resolve_sources
-from ._items import ItemBlock, check_sources, iter_blocks, sources_out_degree, total_items
+from ._items import (
+    ItemBlock,
+    check_sources,
+    iter_blocks,
+    listed_source_arrays,
+    sources_out_degree,
+    total_items,
+)
 from ._metrics import JobMetrics, job_families, refresh_periodically
 from ._preflight import backend_unavailable_reason, check_job
 from ._progress import Progress
@@ -262,7 +269,11 @@ class JobRunner(Lifecycle):
                 spec, self._job_file, self._backend_kind, self._devices, background
             )
             out_degree = sources_out_degree(spec, graph)
-            check_sources(spec, graph.num_vertices, str(self._job_file), out_degree)
+            # Converting and checking 10^6 listed sources takes milliseconds: in a thread.
+            listed = await anyio.to_thread.run_sync(listed_source_arrays, spec)
+            await anyio.to_thread.run_sync(
+                check_sources, spec, graph.num_vertices, str(self._job_file), out_degree, listed
+            )
             progress = Progress(
                 self._total,
                 store.manifest.committed,
@@ -270,7 +281,7 @@ class JobRunner(Lifecycle):
                 spec.logging.progress_interval_s,
             )
             # The producer skips committed items; commits mark theirs in the same flags.
-            blocks = iter_blocks(spec, graph.num_vertices, store.committed, out_degree)
+            blocks = iter_blocks(spec, graph.num_vertices, store.committed, out_degree, listed)
             await self._run_generations(store, graph, blocks, progress)
             progress.close()
             if self._metrics is not None:
