@@ -226,3 +226,27 @@ def test_missing_pyarrow_names_the_package_to_install(
     monkeypatch.setitem(sys.modules, "pyarrow.parquet", None)
     with pytest.raises(ConfigurationError, match=r"needs pyarrow.*Fix: install it: pip install"):
         load_job_graph(spec, job)
+
+
+def test_validate_accepts_scipy_and_table_graph_files_and_refuses_a_missing_one(
+    tmp_path: Path, rng: np.random.Generator, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`vyre-async validate` passes the scipy_npz and table jobs a run accepts (it does
+    not parse them as text edge lists), and refuses one whose file is missing."""
+    pq = pytest.importorskip("pyarrow.parquet")
+    pa = pytest.importorskip("pyarrow")
+    scipy.sparse.save_npz(tmp_path / "m.npz", _random_matrix(rng, 40))
+    pq.write_table(pa.table({"from": [0, 1, 2], "to": [1, 2, 0]}), tmp_path / "e.parquet")
+    for graph in (
+        {"kind": "scipy_npz", "path": "m.npz"},
+        {"kind": "table", "path": "e.parquet", "src_column": "from", "dst_column": "to"},
+    ):
+        job = write_job(tmp_path, [{"kind": "bfs", "sources": [0]}], graph=graph)
+        assert main(["validate", str(job)]) == 0, capsys.readouterr().err
+        missing = write_job(
+            tmp_path, [{"kind": "bfs", "sources": [0]}], graph={**graph, "path": "gone"}
+        )
+        assert main(["validate", str(missing)]) == 2
+        err = capsys.readouterr().err
+        assert "gone cannot be read" in err
+        assert "Fix:" in err

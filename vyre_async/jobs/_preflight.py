@@ -155,6 +155,21 @@ def _graph(spec: JobSpec, job_file: Path, scan: bool) -> tuple[int | None, int, 
     if where is None:  # the spec's rules make this unreachable
         raise ConfigurationError(f"{job_file}: $.graph.path is missing", fix="set path.")
     path, inside = where
+    if graph.kind in ("scipy_npz", "table"):
+        # No header reader for these: the file must be there; a run reads it whole.
+        try:
+            size = path.stat().st_size
+        except OSError as exc:
+            raise ConfigurationError(
+                f"{job_file}: $.graph.path: {path} cannot be read ({exc.strerror})",
+                fix="point path at the graph file (relative to the job file's folder).",
+            ) from None
+        if not path.is_file():
+            raise ConfigurationError(
+                f"{job_file}: $.graph.path: {path} is not a file",
+                fix="point path at the graph file (relative to the job file's folder).",
+            )
+        return None, size, f"the {graph.kind} graph {path} ({size:,} bytes)"
     try:
         header = read_graph_header(
             path,
