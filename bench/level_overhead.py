@@ -15,9 +15,6 @@ when the traversal returned. From those:
 - ``resume_us``: completion finished to the traversal returning (state copy,
   session bookkeeping).
 
-Runs before 2026-11-21's run 54 timed all of ``_submit_bound`` (the whole
-submission, reads and completion event included) as ``submit_us``.
-
 Each variant of the watcher's waiting policy runs on the same sources; one cProfile
 of a variant shows the Python functions that cost the most.
 

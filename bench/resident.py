@@ -196,10 +196,9 @@ async def gpu_part(graph: CsrGraph, sources: list[int], damping: float) -> dict[
                 await session.bfs(s, out=pinned)
                 pinned_runs.append(time.perf_counter() - t0)
             # Traversals only: warmed up, then measured three times over the sources.
-            # In one process the first few dozen ran ~1.8x slower on the host than
-            # later ones (bench/level_overhead.py, runs 25 and 27), and in run 37 the
-            # 33rd to 80th still ran ~1.7x the host time level_overhead saw after 72,
-            # so 96 warm up; they are recorded too (reach_warmup_runs).
+            # In one process the first few dozen traversals ran about 1.8x slower on
+            # the host than later ones, and the 33rd to 80th still about 1.7x, so 96
+            # warm up; they are recorded too (reach_warmup_runs).
 
             async def reach_run(source: int) -> dict[str, float]:
                 before = session.stats()
