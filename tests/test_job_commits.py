@@ -15,8 +15,8 @@ from job_files import committed, expected_reach, job_file, random_sources, rmat_
 
 from vyre_async.errors import ConfigurationError
 from vyre_async.jobs import JobRunner, load_job, read_records
-from vyre_async.jobs import _committer as committer_module
 from vyre_async.jobs._count_records import CountRecords
+from vyre_async.jobs._layout import CHUNKS_WRITTEN_AT_ONCE
 from vyre_async.jobs._store import ResultStore
 
 
@@ -81,7 +81,7 @@ def test_written_chunks_never_listed_are_removed_by_the_resume(tmp_path: Path) -
 async def test_the_committer_writes_chunks_at_once_and_lists_them_in_order(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """With slow chunk writes, WRITES_AT_ONCE chunks are written at the same time (no
+    """With slow chunk writes, CHUNKS_WRITTEN_AT_ONCE chunks are written at the same time (no
     more), the manifest lists them in order, and every record equals SciPy's."""
     writing = 0
     most = 0
@@ -113,7 +113,7 @@ async def test_the_committer_writes_chunks_at_once_and_lists_them_in_order(
     spec = await anyio.to_thread.run_sync(load_job, path)
     summary = await JobRunner(spec, job_file=path).run()
     assert summary.status == "complete"
-    assert most == committer_module.WRITES_AT_ONCE
+    assert most == CHUNKS_WRITTEN_AT_ONCE
     assert listed == sorted(listed) == list(range(len(listed)))
     assert len(listed) >= 4
     records = sorted(await committed(tmp_path / "out"), key=lambda r: r.id)

@@ -3,7 +3,7 @@
 The committer takes the workers' records from a bounded stream and cuts them into
 chunks of ``commit_items`` records, or whatever arrived within ``commit_interval_s``.
 A writer task hands each chunk to a worker thread that encodes and writes it
-(:meth:`ResultStore.write_chunk`), up to :data:`WRITES_AT_ONCE` chunks at once, and
+(:meth:`ResultStore.write_chunk`), up to :data:`CHUNKS_WRITTEN_AT_ONCE` at once, and
 lists the written chunks in the manifest strictly in order
 (:meth:`ResultStore.list_chunk`), while the committer already gathers the next one:
 writing never holds up the workers unless that many chunks are being written and
@@ -35,18 +35,6 @@ from ._store import ResultStore
 Outcomes = tuple[list[RecordPart], int]
 #: A chunk's records, how many are failures, and its array file.
 Chunk = tuple[list[RecordPart], int, ArrayFileWriter | None]
-#: Chunks encoded and written at once, each in a worker thread.
-WRITES_AT_ONCE = CHUNKS_WRITTEN_AT_ONCE
-
-
-class _Listing:
-    """Set once a chunk's commit ended; ``listed`` says whether the manifest has it."""
-
-    __slots__ = ("ended", "listed")
-
-    def __init__(self) -> None:
-        self.ended = anyio.Event()
-        self.listed = False
 
 
 class Committer:
@@ -159,27 +147,28 @@ class Committer:
                 due = now + interval
 
     async def _write(self, chunks: ObjectReceiveStream[Chunk]) -> None:
-        slots = anyio.Semaphore(WRITES_AT_ONCE)
+        slots = anyio.Semaphore(CHUNKS_WRITTEN_AT_ONCE)
         seq = len(self._store.manifest.chunks)
-        before: _Listing | None = None
+        before: anyio.Event | None = None
         async with chunks, anyio.create_task_group() as tg:
             async for chunk in chunks:
                 await slots.acquire()
                 if self._commit_failed:
                     break  # nothing more is written: the failure ends the run
-                listing = _Listing()
-                tg.start_soon(self._commit, seq, chunk, before, listing, slots)
-                seq, before = seq + 1, listing
+                ended = anyio.Event()
+                tg.start_soon(self._commit, seq, chunk, before, ended, slots)
+                seq, before = seq + 1, ended
 
     async def _commit(
         self,
         seq: int,
         chunk: Chunk,
-        before: _Listing | None,
-        listing: _Listing,
+        before: anyio.Event | None,
+        ended: anyio.Event,
         slots: anyio.Semaphore,
     ) -> None:
-        """Write chunk ``seq``, then list it once the chunk before it is listed."""
+        """Write chunk ``seq``, then list it once the chunk before it (``before`` set) is
+        listed; a failed commit sets ``_commit_failed`` before its event."""
         records, failed, arrays = chunk
         try:
             # A commit that started finishes: its chunk is either all in or not listed.
@@ -189,9 +178,9 @@ class Committer:
                         self._store.write_chunk, seq, records, failed, arrays
                     )
                     if before is not None:
-                        await before.ended.wait()
-                        if not before.listed:  # its error ends the run; this one stays unlisted
-                            return
+                        await before.wait()
+                    if self._commit_failed:  # an earlier chunk's error ends the run
+                        return  # this one stays unlisted
                     await anyio.to_thread.run_sync(self._store.list_chunk, written)
                 except BaseException as exc:
                     self._commit_failed = True
@@ -203,7 +192,6 @@ class Committer:
                         fix="make room on the disk (or make the folder writable), then run "
                         "the job again with --resume.",
                     ) from exc
-                listing.listed = True
         finally:
-            listing.ended.set()
+            ended.set()
             slots.release()

@@ -25,6 +25,7 @@ only a local CUDA job is checked.
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 from typing import Literal
 
@@ -157,19 +158,16 @@ def _graph(spec: JobSpec, job_file: Path, scan: bool) -> tuple[int | None, int, 
     path, inside = where
     if graph.kind in ("scipy_npz", "table"):
         # No header reader for these: the file must be there; a run reads it whole.
+        fix = "point path at the graph file (relative to the job file's folder)."
         try:
-            size = path.stat().st_size
+            found = path.stat()
         except OSError as exc:
             raise ConfigurationError(
-                f"{job_file}: $.graph.path: {path} cannot be read ({exc.strerror})",
-                fix="point path at the graph file (relative to the job file's folder).",
+                f"{job_file}: $.graph.path: {path} cannot be read ({exc.strerror})", fix=fix
             ) from None
-        if not path.is_file():
-            raise ConfigurationError(
-                f"{job_file}: $.graph.path: {path} is not a file",
-                fix="point path at the graph file (relative to the job file's folder).",
-            )
-        return None, size, f"the {graph.kind} graph {path} ({size:,} bytes)"
+        if not stat.S_ISREG(found.st_mode):
+            raise ConfigurationError(f"{job_file}: $.graph.path: {path} is not a file", fix=fix)
+        return None, found.st_size, f"the {graph.kind} graph {path} ({found.st_size:,} bytes)"
     try:
         header = read_graph_header(
             path,

@@ -454,21 +454,21 @@ class ResultStore:
                 self._cut_arrays.discard(arrays)
         try:
             with self._staged_lock:
-                ids = _check_chunk(records, self.committed | self._writing, arrays, seq)
+                ids = _check_chunk(records, (self.committed, self._writing), arrays, seq)
                 self._writing[ids] = True
-            try:
-                files: tuple[FileEntry, ...] = ()
-                if arrays is not None:
-                    files = (arrays.finish(),)
-                    self._arrays.sync()  # the array file's rename, before the manifest names it
-            except BaseException:
-                self._stop_writing(ids)
-                raise
         except BaseException:
             if arrays is not None:
                 arrays.discard()
             raise
         try:
+            files: tuple[FileEntry, ...] = ()
+            if arrays is not None:
+                try:
+                    files = (arrays.finish(),)
+                except BaseException:
+                    arrays.discard()
+                    raise
+                self._arrays.sync()  # the array file's rename, before the manifest names it
             name = chunk_name(seq, manifest.writer, manifest.chunk_format)
             lines = encode_lines(records)
             if manifest.chunk_format == "parquet":
@@ -531,11 +531,12 @@ class ResultStore:
 
 def _check_chunk(
     records: Sequence[RecordPart],
-    done: npt.NDArray[np.bool_],
+    taken: tuple[npt.NDArray[np.bool_], ...],
     arrays: ArrayFileWriter | None,
     seq: int,
 ) -> npt.NDArray[np.int64]:
-    """The ids of a chunk about to be committed as number ``seq``, checked.
+    """The ids of a chunk about to be committed as number ``seq``, checked against the
+    ``taken`` flags (committed, and in chunks being written).
 
     Raises:
         ValueError: See :meth:`ResultStore.commit`.
@@ -543,8 +544,8 @@ def _check_chunk(
     ids = item_ids(records)
     if ids.size and (
         ids.min() < 0
-        or ids.max() >= done.size
-        or done[ids].any()
+        or ids.max() >= taken[0].size
+        or any(flags[ids].any() for flags in taken)
         or np.unique(ids).size != ids.size
     ):
         raise ValueError("a chunk repeats an item, or one committed already")

@@ -138,7 +138,8 @@ class GraphReplica:
         """Free a scratch's buffers, unless :meth:`free_all` freed them already."""
         gone = {b.id for b in scratch.buffers}
         mine = [b for b in self.scratch if b.id in gone]
-        self.scratch = [b for b in self.scratch if b.id not in gone]
+        if mine:
+            self.scratch = [b for b in self.scratch if b.id not in gone]
         if mine and self.backend.state is LifecycleState.OPEN and self.lost is None:
             await msbfs.free_scratch_buffers(self.backend, mine)
 
