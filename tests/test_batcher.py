@@ -696,3 +696,55 @@ async def test_stats_report_batches_lanes_and_queue_waits() -> None:
         queue_wait_p95_s=1.0,
     )
     assert msgspec.json.decode(msgspec.json.encode(stats), type=BatcherStats) == stats
+
+
+async def test_a_request_that_fills_a_batch_runs_at_once_in_its_callers_task() -> None:
+    """With a slot free and nothing queued, a full request is its own batch at once: the
+    executor runs in the caller's task (no ticket, task or scheduler turn), and it is
+    counted as a batch like any other."""
+    tasks: list[int] = []
+    executor = Executor()
+
+    async def noting(requests: Sequence[int]) -> Sequence[int]:
+        tasks.append(anyio.get_current_task().id)
+        return await executor(requests)
+
+    batcher = DynamicBatcher(noting, max_batch=4, lanes=lambda r: 4)
+    async with running(batcher):
+        assert await batcher.submit(5) == 10
+        assert tasks == [anyio.get_current_task().id]
+    stats = batcher.stats()
+    assert (stats.batches, stats.served, stats.submitted) == (1, 1, 1)
+
+
+async def test_a_full_request_waits_its_turn_behind_queued_ones() -> None:
+    """A full request arriving while requests are queued does not jump them: batches
+    run in arrival order."""
+    executor = Executor(hold=[0])
+    batcher = batcher_for(executor, lanes=lambda r: 4 if r != 1 else 1, max_in_flight=1)
+    out = Outcomes()
+    async with running(batcher) as tg:
+        tg.start_soon(record, batcher, 0, out)
+        await wait_for(lambda: executor.batches == [[0]])
+        tg.start_soon(record, batcher, 1, out)
+        await wait_for(lambda: batcher.stats().queued == 1)
+        tg.start_soon(record, batcher, 2, out)
+        await wait_for(lambda: batcher.stats().queued == 2)
+        executor.release(0)
+        await out.wait_for(0, 1, 2)
+    assert executor.batches == [[0], [1], [2]]
+    assert [out[r] for r in (0, 1, 2)] == [0, 2, 4]
+
+
+async def test_cancelling_the_caller_of_a_lone_batch_frees_its_slot() -> None:
+    """The caller of a batch it fills alone owns the batch: cancelling it cancels the
+    batch, and the slot is free for the next request."""
+    executor = Executor(hold=[0])
+    batcher = batcher_for(executor, lanes=lambda r: 4, max_in_flight=1)
+    async with running(batcher):
+        with anyio.move_on_after(0.05):
+            await batcher.submit(0)
+        assert batcher.stats().in_flight == 0
+        assert await batcher.submit(3) == 6
+    stats = batcher.stats()
+    assert (stats.cancelled, stats.served) == (1, 1)

@@ -127,6 +127,8 @@ class DynamicBatcher(Lifecycle, Generic[Req, Res]):
         self._gate = AdmissionGate(queue_size)
         self._wakeup = anyio.Event()
         self._stopped = anyio.Event()
+        #: The task group batches run in, while :meth:`run` runs.
+        self._batches: TaskGroup | None = None
 
     def stats(self) -> BatcherStats:
         """A snapshot of what the batcher did so far."""
@@ -146,9 +148,11 @@ class DynamicBatcher(Lifecycle, Generic[Req, Res]):
         self._enter_open()
         try:
             async with anyio.create_task_group() as tg:
+                self._batches = tg
                 task_status.started()
-                await self._schedule(tg)
+                await self._schedule()
         finally:
+            self._batches = None
             self._enter_closed()
             self._gate.close()
             self._fail_queued("stopped before this request ran")
@@ -225,8 +229,11 @@ class DynamicBatcher(Lifecycle, Generic[Req, Res]):
         deadline = math.inf if queue_timeout is None else anyio.current_time() + queue_timeout
         self._counters.submitted += 1
         try:
-            ticket = await self._admit(request, lanes, priority, key, deadline, queue_timeout)
-            result = await self._outcome(ticket, deadline, queue_timeout)
+            if lanes >= self._max_batch and self._slot_free_for_all():
+                result = await self._run_alone(request, lanes)
+            else:
+                ticket = await self._admit(request, lanes, priority, key, deadline, queue_timeout)
+                result = await self._outcome(ticket, deadline, queue_timeout)
         except anyio.get_cancelled_exc_class():
             self._counters.cancelled += 1
             raise
@@ -254,15 +261,15 @@ class DynamicBatcher(Lifecycle, Generic[Req, Res]):
         deadline: float,
         timeout_s: float | None,
     ) -> Ticket[Req, Res]:
-        if self._reject_when_full:
-            if not self._gate.try_enter():
-                self._counters.rejected += 1
-                raise QueueFullError(
-                    f"the {self._name}'s queue is full ({self._queue_size} requests wait)",
-                    fix="retry later, make the batcher with a larger queue_size, or with "
-                    "reject_when_full=False so that submit waits for room.",
-                )
+        if self._gate.try_enter():  # room now: no cancel scope, no wait
             return self._enqueue(request, lanes, priority, key)
+        if self._reject_when_full:
+            self._counters.rejected += 1
+            raise QueueFullError(
+                f"the {self._name}'s queue is full ({self._queue_size} requests wait)",
+                fix="retry later, make the batcher with a larger queue_size, or with "
+                "reject_when_full=False so that submit waits for room.",
+            )
         entered = False
         with anyio.move_on_at(deadline):
             entered = await self._gate.enter()
@@ -286,26 +293,19 @@ class DynamicBatcher(Lifecycle, Generic[Req, Res]):
         )
         self._groups.setdefault(key, Group()).push(ticket)
         self._queued += 1
-        self._wakeup.set()
+        self._start_ready()
+        if self._groups:  # still queued: the scheduler times its flush
+            self._wakeup.set()
         return ticket
 
     async def _outcome(
         self, ticket: Ticket[Req, Res], deadline: float, timeout_s: float | None
     ) -> Res:
         try:
-            with anyio.move_on_at(deadline):
-                await ticket.done.wait()
-            if ticket.phase is Phase.QUEUED:
-                self._withdraw(ticket)
-                self._counters.timed_out += 1
-                raise DispatchError(
-                    f"request timed out after {timeout_s:g} s in the {self._name}'s queue "
-                    f"before any batch took it ({self._queued} requests still queued)",
-                    fix="raise queue_timeout, submit fewer requests at once, or make the "
-                    "batcher with a larger max_batch or max_in_flight.",
-                )
-            # Once a batch took the request its timeout no longer applies: the work
-            # is on the device and its result is worth more than an early error.
+            if deadline != math.inf:
+                await self._wait_queued(ticket, deadline, timeout_s)
+            # Once a batch took the request its timeout no longer applies: the work is
+            # on the device and its result is worth more than an early error.
             await ticket.done.wait()
         finally:
             if ticket.phase is not Phase.FINISHED:
@@ -314,6 +314,22 @@ class DynamicBatcher(Lifecycle, Generic[Req, Res]):
             self._counters.failed += 1
             raise ticket.error
         return cast("tuple[Res]", ticket.result)[0]  # FINISHED without an error has one
+
+    async def _wait_queued(
+        self, ticket: Ticket[Req, Res], deadline: float, timeout_s: float | None
+    ) -> None:
+        """Wait until a batch takes the request, or raise once ``deadline`` passed."""
+        with anyio.move_on_at(deadline):
+            await ticket.done.wait()
+        if ticket.phase is Phase.QUEUED:
+            self._withdraw(ticket)
+            self._counters.timed_out += 1
+            raise DispatchError(
+                f"request timed out after {timeout_s:g} s in the {self._name}'s queue "
+                f"before any batch took it ({self._queued} requests still queued)",
+                fix="raise queue_timeout, submit fewer requests at once, or make the "
+                "batcher with a larger max_batch or max_in_flight.",
+            )
 
     def _withdraw(self, ticket: Ticket[Req, Res]) -> None:
         """Take a request whose caller stopped waiting out of the queue, or out of its batch."""
@@ -345,22 +361,46 @@ class DynamicBatcher(Lifecycle, Generic[Req, Res]):
         )
 
     # ------------------------------------------------------------------ batches
-    async def _schedule(self, tg: TaskGroup) -> None:
+    def _slot_free_for_all(self) -> bool:
+        """Whether a batch may start now with nothing queued before it."""
+        tg = self._batches
+        return (
+            not self._queued
+            and self._in_flight < self._max_in_flight
+            and tg is not None
+            and not tg.cancel_scope.cancel_called
+        )
+
+    def _start_ready(self, *, flush_idle: bool = False) -> None:
+        """Start every batch that may start now, in the batch task group.
+
+        Where a request is queued or a batch ends, full batches (and those whose
+        ``max_delay`` ran out) start at once, without waiting for the scheduler's
+        turn. Partial batches on an idle device (``flush_idle``) are the scheduler's:
+        it runs a turn later, so requests submitted together still share a batch.
+        """
+        tg = self._batches
+        # Once run() is cancelled no new batch may start in the cancelled group: its
+        # requests fail as "stopped before this request ran" instead.
+        if tg is None or tg.cancel_scope.cancel_called:
+            return
+        now = anyio.current_time()
+        flush_all = flush_idle and (self._in_flight == 0 or self._state is not LifecycleState.OPEN)
+        while self._in_flight < self._max_in_flight:
+            batch = self._take_batch(now, flush_all)
+            if not batch:
+                break
+            self._in_flight += 1
+            tg.start_soon(self._execute, batch)
+
+    async def _schedule(self) -> None:
+        """Start batches whose ``max_delay`` ran out, and end once closed and drained."""
         while True:
-            # Once run() is cancelled no new batch may start in the cancelled group:
-            # its requests fail as "stopped before this request ran" instead.
             await anyio.lowlevel.checkpoint_if_cancelled()
             # A fresh event before looking at the state: anything that changes it
             # later sets this one, so no change is missed while we wait.
             self._wakeup = anyio.Event()
-            now = anyio.current_time()
-            flush_all = self._in_flight == 0 or self._state is not LifecycleState.OPEN
-            while self._in_flight < self._max_in_flight:
-                batch = self._take_batch(now, flush_all)
-                if not batch:
-                    break
-                self._in_flight += 1
-                tg.start_soon(self._execute, batch)
+            self._start_ready(flush_idle=True)
             if self._state is not LifecycleState.OPEN and not self._groups and not self._in_flight:
                 return
             wake_at = math.inf
@@ -369,8 +409,11 @@ class DynamicBatcher(Lifecycle, Generic[Req, Res]):
                     (g.oldest().enqueued_at + self._max_delay for g in self._groups.values()),
                     default=math.inf,
                 )
-            with anyio.move_on_at(wake_at):
+            if wake_at == math.inf:
                 await self._wakeup.wait()
+            else:
+                with anyio.move_on_at(wake_at):
+                    await self._wakeup.wait()
 
     def _take_batch(self, now: float, flush_all: bool) -> list[Ticket[Req, Res]]:
         best: tuple[int, int, Hashable] | None = None
@@ -400,31 +443,64 @@ class DynamicBatcher(Lifecycle, Generic[Req, Res]):
     async def _execute(self, batch: list[Ticket[Req, Res]]) -> None:
         lanes = sum(t.lanes for t in batch)
         failure: Exception | None = None
+        ended = False
         try:
-            try:
-                results = await self._run_batch([t.request for t in batch])
-            except Exception as exc:  # the batch's error belongs to its waiters, not to run()
-                failure = exc
-            else:
-                if len(results) != len(batch):
-                    failure = DispatchError(
-                        f"the {self._name}'s executor returned {len(results)} results for "
-                        f"a batch of {len(batch)} requests",
-                        fix="make run_batch return one result per request, in request order.",
-                    )
-            self._counters.record_batch(lanes, failed=failure is not None)
+            results, failure = await self._run_checked([t.request for t in batch], lanes)
             if failure is None:
                 for ticket, result in zip(batch, results, strict=True):
                     ticket.finish((result,), None)
             else:
                 for ticket in batch:
                     ticket.finish(None, self._batch_error(failure, len(batch), lanes))
+            ended = True
         finally:
             self._in_flight -= 1
             # Tickets still unfinished here mean run() was cancelled mid-batch.
             for ticket in batch:
                 ticket.finish(None, self._stopped_error("stopped while this request's batch ran"))
+            if ended:  # not cancelled: the next batch may start in this batch's slot
+                self._start_ready()
             self._wakeup.set()
+
+    async def _run_alone(self, request: Req, lanes: int) -> Res:
+        """Run a request that fills a batch by itself as its own batch, in the caller's task.
+
+        Taken only while a batch slot is free and nothing is queued, so no request
+        could share the batch or should go first; no ticket, task or wake-up is made.
+        Nobody else waits on the batch, so cancelling the caller cancels only its work.
+        """
+        self._in_flight += 1
+        self._counters.record_wait(0.0)
+        try:
+            results, failure = await self._run_checked([request], lanes)
+        finally:
+            self._in_flight -= 1
+            self._start_ready()
+            self._wakeup.set()
+        if failure is not None:
+            self._counters.failed += 1
+            raise self._batch_error(failure, 1, lanes)
+        return results[0]
+
+    async def _run_checked(
+        self, requests: list[Req], lanes: int
+    ) -> tuple[Sequence[Res], Exception | None]:
+        """Run one batch: its results, or the failure that belongs to its waiters."""
+        results: Sequence[Res] = ()
+        failure: Exception | None = None
+        try:
+            results = await self._run_batch(requests)
+        except Exception as exc:  # the batch's error belongs to its waiters, not to run()
+            failure = exc
+        else:
+            if len(results) != len(requests):
+                failure = DispatchError(
+                    f"the {self._name}'s executor returned {len(results)} results for "
+                    f"a batch of {len(requests)} requests",
+                    fix="make run_batch return one result per request, in request order.",
+                )
+        self._counters.record_batch(lanes, failed=failure is not None)
+        return results, failure
 
     def _batch_error(self, error: Exception, size: int, lanes: int) -> BaseException:
         """A fresh exception per waiter, so tracebacks of different waiters never mix."""
