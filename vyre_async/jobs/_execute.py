@@ -50,6 +50,13 @@ BlockExecutor = Callable[
 ]
 
 
+def reads_counts(workload: WorkloadSection) -> bool:
+    """Whether the workload's items come back as reached counts (no arrays to write)."""
+    return workload.kind == "reach" or (
+        workload.kind != "pagerank" and workload.readback == "counts"
+    )
+
+
 async def execute_block(
     session: ResidentGraphSession, workload: WorkloadSection, sources: np.ndarray
 ) -> BlockResult:
@@ -58,7 +65,7 @@ async def execute_block(
         ranks = await session.pagerank(workload.damping, workload.tol, workload.max_iter)
         return BlockResult(ranks=ranks)
     k = workload.k if workload.kind == "khop" else None
-    if workload.kind == "reach" or workload.readback == "counts":
+    if reads_counts(workload):
         return BlockResult(counts=await session.bfs_many(sources, k=k, readback="counts"))
     return BlockResult(rows=await session.bfs_many(sources, k=k, readback="levels"))
 

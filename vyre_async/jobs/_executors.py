@@ -17,7 +17,7 @@ from typing import Any, Protocol
 from ..backends import BackendKind, DeviceSelector
 from ..errors import ConfigurationError
 from ..graphs import CsrGraph
-from ._execute import BlockExecutor
+from ._execute import BlockExecutor, reads_counts
 from ._spec import JobSpec
 from ._targets import BlockTarget, local_target
 
@@ -77,7 +77,15 @@ class LocalExecutor:
         execute: BlockExecutor,
     ) -> AbstractAsyncContextManager[BlockTarget]:
         """Open the devices and a session batching as ``[batching]`` says."""
-        return local_target(backend, devices, graph, spec.batching.session_config(), execute)
+        counts_only = all(reads_counts(workload) for workload in spec.workload)
+        return local_target(
+            backend,
+            devices,
+            graph,
+            spec.batching.session_config(),
+            execute,
+            blocks_per_slot=1 if counts_only else 2,
+        )
 
 
 _EXECUTORS: dict[str, Executor] = {"local": LocalExecutor()}

@@ -48,9 +48,10 @@ class LocalTarget:
         device: Its devices' names.
         execute: Runs a block on the session.
         telemetry: The devices' telemetry snapshot function.
+        blocks_per_slot: Blocks in flight per batch slot (``in_flight`` per device):
+            1 where a block's records are made on the loop in microseconds (counts),
+            2 where they are written in a worker thread while the slot runs the next.
     """
-
-    concurrency = 4
 
     def __init__(
         self,
@@ -59,6 +60,7 @@ class LocalTarget:
         device: str,
         execute: BlockExecutor,
         telemetry: Any,
+        blocks_per_slot: int = 2,
     ) -> None:
         self._session = session
         self.backend = backend
@@ -66,8 +68,11 @@ class LocalTarget:
         self._execute = execute
         self._telemetry = telemetry
         in_flight = session.batching.in_flight if session.batching is not None else 1
-        # Two blocks per batcher slot keep every slot busy while results are recorded.
-        self.concurrency = max(4, 2 * session.devices * in_flight)
+        # A full block with a free slot runs at once; a block that must queue behind
+        # a running one costs the event loop a ticket, a task and two wake-ups, which
+        # slows every traversal on it. So only as many blocks as slots are kept in
+        # flight, twice that where each block's records are written in a thread.
+        self.concurrency = max(1, blocks_per_slot * session.devices * in_flight)
 
     async def run(self, workload: WorkloadSection, sources: np.ndarray) -> BlockResult:
         """Run one block on the session (through its batcher)."""
@@ -98,6 +103,7 @@ async def local_target(
     graph: CsrGraph,
     batching: BatchingConfig,
     execute: BlockExecutor,
+    blocks_per_slot: int = 2,
 ) -> AsyncIterator[LocalTarget]:
     """Open the devices and a batching session over ``graph``; close both afterwards."""
     async with (
@@ -105,4 +111,4 @@ async def local_target(
         resident_graph(group, graph, batching=batching) as session,
     ):
         device = " + ".join(group.device_names)
-        yield LocalTarget(session, group.kind, device, execute, group.telemetry)
+        yield LocalTarget(session, group.kind, device, execute, group.telemetry, blocks_per_slot)
