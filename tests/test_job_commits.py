@@ -154,3 +154,49 @@ async def test_a_chunk_after_one_that_failed_to_write_is_not_listed(
     listed = json.loads(await anyio.Path(tmp_path / "out/manifest.json").read_text())["chunks"]
     files = await anyio.to_thread.run_sync(lambda: list((tmp_path / "out/chunks").iterdir()))
     assert sorted(f.name for f in files) == sorted(c["name"] for c in listed)
+
+
+async def test_the_last_chunk_is_written_before_the_devices_close(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Once the workers ran out of blocks the committer cuts its chunk at once (not when
+    the record stream ends, after the target closed): here the only chunk (commit size
+    and interval far away) is being written while the target is still open."""
+    from contextlib import asynccontextmanager
+
+    from vyre_async.jobs import _executors
+
+    written = anyio.Event()
+    write = ResultStore.write_chunk
+    seen_at_close: list[bool] = []
+
+    def noting_write(self: ResultStore, *args: object) -> object:
+        written_now = write(self, *args)  # type: ignore[arg-type]
+        anyio.from_thread.run_sync(written.set)
+        return written_now
+
+    opened = _executors.local_target
+
+    @asynccontextmanager
+    async def watched(*args: object, **kwargs: object):  # type: ignore[no-untyped-def]
+        async with opened(*args, **kwargs) as target:  # type: ignore[arg-type]
+            yield target
+            with anyio.move_on_after(3):
+                await written.wait()
+            seen_at_close.append(written.is_set())
+
+    monkeypatch.setattr(ResultStore, "write_chunk", noting_write)
+    monkeypatch.setattr(_executors, "local_target", watched)
+    graph = rmat_graph()
+    sources = random_sources(100, 4, graph.num_vertices)
+    path = await job_file(
+        tmp_path,
+        [{"kind": "reach", "sources": sources}],
+        output={"commit_items": 1_000_000, "commit_interval_s": 3600.0},
+    )
+    spec = await anyio.to_thread.run_sync(load_job, path)
+    summary = await JobRunner(spec, job_file=path).run()
+    assert summary.status == "complete"
+    assert seen_at_close == [True]
+    records = sorted(await committed(tmp_path / "out"), key=lambda r: r.id)
+    assert [r.reached for r in records] == [expected_reach(graph, s) for s in sources]

@@ -64,6 +64,7 @@ class Committer:
         self._chunk_items = 0
         self._chunk_failed = 0
         self._flushing = False
+        self._cut_soon = False
         self._receiving: anyio.CancelScope | None = None
         self._commit_failed = False
         #: Set once every received record is committed (the stream ended, or a flush).
@@ -100,6 +101,16 @@ class Committer:
             self._receiving.cancel()
         await self.done.wait()
 
+    def cut_soon(self) -> None:
+        """Commit what was handed over so far without waiting for a full chunk.
+
+        For when the workers have run out of blocks: the last chunk is written while
+        the devices close, not after.
+        """
+        self._cut_soon = True
+        if self._receiving is not None:
+            self._receiving.cancel()
+
     async def _add(self, records: list[RecordPart], failed: int) -> None:
         if self._store.has_staged:  # a block with full results: to the chunk's array file
             records = await anyio.to_thread.run_sync(self._store.append_arrays, records)
@@ -119,7 +130,7 @@ class Committer:
 
     async def _gather(
         self,
-        receive: ObjectReceiveStream[Outcomes],
+        receive: MemoryObjectReceiveStream[Outcomes],
         chunks: ObjectSendStream[Chunk],
     ) -> None:
         # Loop time, like the timeout it drives (a mock clock moves both together).
@@ -130,19 +141,33 @@ class Committer:
             # A flush cancels only this wait, never an append or a send: a block's
             # records are added with their arrays, and a cut chunk is sent.
             outcomes = None
-            with anyio.CancelScope() as self._receiving:
-                with anyio.move_on_after(max(0.0, due - anyio.current_time())):
-                    try:
-                        outcomes = await receive.receive()
-                    except anyio.EndOfStream:
-                        ended = True
-            self._receiving = None
+            cut_soon = self._cut_soon  # then only what was handed over already
+            if cut_soon:
+                try:
+                    outcomes = receive.receive_nowait()
+                except anyio.WouldBlock:
+                    pass
+                except anyio.EndOfStream:
+                    ended = True
+            else:
+                with anyio.CancelScope() as self._receiving:
+                    with anyio.move_on_after(max(0.0, due - anyio.current_time())):
+                        try:
+                            outcomes = await receive.receive()
+                        except anyio.EndOfStream:
+                            ended = True
+                self._receiving = None
             if outcomes is not None:
                 await self._add(*outcomes)
             now = anyio.current_time()
             chunk = self._chunk
-            if chunk and (ended or self._chunk_items >= self._output.commit_items or now >= due):
+            drained = cut_soon and outcomes is None
+            if chunk and (
+                ended or drained or self._chunk_items >= self._output.commit_items or now >= due
+            ):
                 await chunks.send(self._cut())
+            if drained:
+                self._cut_soon = False
             if now >= due:
                 due = now + interval
 

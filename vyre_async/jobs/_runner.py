@@ -74,6 +74,7 @@ from ._spec import JobSpec
 from ._store import LOG_FILE, ResultStore
 from ._summary import JobSummary
 from ._targets import BlockTarget, LocalTarget
+from ._warmup import ContextWarmup
 
 _log = get_logger("vyre_async.jobs")
 
@@ -172,6 +173,7 @@ class JobRunner(Lifecycle):
         self._batches: dict[str, Any] | None = None
         self._executor: Executor = LocalExecutor()
         self._connection: Any = None  # what the executor connected (Ray: the cluster)
+        self._warmup: ContextWarmup | None = None
 
     async def run(self) -> JobSummary:
         """Run the job to completion, a stop (signal, failures) or a fatal error.
@@ -193,6 +195,7 @@ class JobRunner(Lifecycle):
                 raise
             raise error from None
         finally:
+            await self._end_warmup()
             self._enter_closed()
 
     async def _run(self) -> JobSummary:
@@ -201,6 +204,8 @@ class JobRunner(Lifecycle):
         self._started_at = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
         self._started = time.monotonic()
         await self._check_backend()
+        # The device contexts are made while the job is checked and its graph prepared.
+        self._warmup = ContextWarmup.start(self._backend_kind, self._devices, spec.job.executor)
         # Everything refused before the folder is touched (validate checks the same).
         check = await anyio.to_thread.run_sync(check_job, spec, self._job_file, self._out)
         if check.folder is None:
@@ -239,6 +244,13 @@ class JobRunner(Lifecycle):
         finally:
             with anyio.CancelScope(shield=True):
                 await anyio.to_thread.run_sync(store.close)
+
+    async def _end_warmup(self) -> None:
+        """Let go of the warm-up's contexts (the job's devices hold their own)."""
+        warmup, self._warmup = self._warmup, None
+        if warmup is not None:
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(warmup.release)
 
     async def _check_backend(self) -> None:
         """Refuse a CUDA job where no GPU answers, before loading or creating anything."""
@@ -332,7 +344,7 @@ class JobRunner(Lifecycle):
             tg.start_soon(committer.run, receive)
             async with send:
                 while True:
-                    await self._generation(graph, blocks, send, store)
+                    await self._generation(graph, blocks, send, store, committer.cut_soon)
                     if self._lost is None or not self._reopen():
                         break
             # The committer commits what is left, then the signal task (which never
@@ -363,9 +375,11 @@ class JobRunner(Lifecycle):
         blocks: Iterator[ItemBlock],
         records: ObjectSendStream[Outcomes],
         store: ResultStore,
+        workers_done: Callable[[], None],
     ) -> None:
         try:
             async with self._open_target(graph) as target:
+                await self._end_warmup()
                 self._backend_name = (target.backend, target.device)
                 if isinstance(target, LocalTarget):
                     self._live_target = target
@@ -381,6 +395,7 @@ class JobRunner(Lifecycle):
                             for _ in range(workers):
                                 tg.start_soon(self._work, target, receive.clone(), records, store)
                 self._generation_scope = None
+                workers_done()  # their last records are committed while the target closes
                 self._telemetry, self._batches = await target.report()
                 self._metric_families_of_target()  # the last ones, before it closes
         except VyreError as exc:
