@@ -110,7 +110,10 @@ class CudaDispatch(CudaBase):
         """
         self._check_open()
         held = dict(inputs)
-        launch = await self._bound_launch(kernel, held, scalars, cache=False)
+        # The launch keeps this very mapping as its last scalars, so a call without
+        # new scalars passes it back and is recognised by identity.
+        defaults = dict(scalars)
+        launch = await self._bound_launch(kernel, held, defaults, cache=False)
         launch.keeps_spares = False  # the backend does not track it: nothing kept idle
 
         def run(new_scalars: Mapping[str, Any]) -> Coroutine[Any, Any, Outputs]:
@@ -118,7 +121,7 @@ class CudaDispatch(CudaBase):
                 self._check_open()
             return self._run_launch(launch, held, new_scalars, config)
 
-        return PreparedDispatch(kernel, run, dict(scalars))
+        return PreparedDispatch(kernel, run, defaults)
 
     async def _run_launch(
         self,
@@ -134,7 +137,9 @@ class CudaDispatch(CudaBase):
         for (``DispatchConfig(timing=True)`` adds the device time; ``submit(...)`` and
         ``timed()`` measure the rest).
         """
-        if scalars != launch.raw_scalars or [*map(type, scalars.values())] != launch.raw_types:
+        if scalars is not launch.raw_scalars and (
+            scalars != launch.raw_scalars or [*map(type, scalars.values())] != launch.raw_types
+        ):  # the same mapping again (a prepared call's own, never mutated): nothing to do
             launch.set_scalars(scalars)  # validated before anything is claimed
         registry = self._registry
         if launch.generation != registry.generation:
