@@ -1,18 +1,30 @@
-"""Opening input files that must be regular files: job files and graph files.
+"""Reading files that must be regular files, and replacing cache entries atomically.
 
 A FIFO blocks a plain ``open`` until a writer appears, and ``/dev/zero`` never ends;
 both would hang a loader or fill memory. :func:`open_regular` opens without
 blocking, checks the opened file (not the path, which could change in between) and
-refuses anything but a regular file.
+refuses anything but a regular file. :func:`replace_atomically` writes a file so that
+readers see the old one or the whole new one, never a prefix (the cubin and graph
+caches).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
 from typing import BinaryIO
 
-__all__ = ["FileTooLargeError", "NotRegularFileError", "open_regular", "read_regular"]
+__all__ = [
+    "FileTooLargeError",
+    "NotRegularFileError",
+    "open_regular",
+    "read_regular",
+    "replace_atomically",
+]
 
 _KINDS = (
     (stat.S_ISDIR, "a directory"),
@@ -66,3 +78,36 @@ def read_regular(path: str | os.PathLike[str], limit: int) -> bytes:
     if len(data) > limit:
         raise FileTooLargeError(0, f"it holds more than {limit:,} bytes", os.fspath(path))
     return data
+
+
+def replace_atomically(path: Path, write: Callable[[BinaryIO], object]) -> None:
+    """Make ``path`` hold what ``write`` writes, all at once (blocking).
+
+    The bytes go to a temporary file in the same folder, are fsynced, and replace
+    ``path`` with :func:`os.replace`; the folder is fsynced too where the filesystem
+    allows it. Concurrent writers each replace the file whole.
+
+    Raises:
+        OSError: The folder or file could not be made or written (no temporary file
+            is left behind).
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name[:24]}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as file:
+            write(file)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(temp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
+    # Makes the rename durable; some filesystems refuse to open or fsync a folder, and
+    # losing a cache entry on a crash only costs rebuilding it.
+    with contextlib.suppress(OSError):
+        folder = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(folder)
+        finally:
+            os.close(folder)

@@ -14,18 +14,18 @@ The cache is an optimisation only: failing to read or write it never fails a job
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import os
-import tempfile
 import zipfile
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import BinaryIO
 
 import msgspec
 import numpy as np
 
+from .._files import replace_atomically
 from ..graphs import CsrGraph, RmatParams, trusted_csr
 from ..kernels import cache_root
 from ..logging import get_logger
@@ -82,25 +82,20 @@ def save_cached_rmat(params: RmatParams, graph: CsrGraph) -> Path | None:
         The entry's path, or ``None`` when it could not be written (logged).
     """
     path = rmat_cache_path(params)
-    temp: str | None = None
+
+    def write(file: BinaryIO) -> None:
+        np.savez(
+            file,
+            allow_pickle=False,
+            offsets=graph.offsets,
+            indices=graph.indices,
+            symmetric=np.array(graph.symmetric),
+            params=np.frombuffer(_identity(params), dtype=np.uint8),
+            checksum=np.frombuffer(_checksum(graph.offsets, graph.indices), dtype=np.uint8),
+        )
+
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        with os.fdopen(fd, "wb") as file:
-            np.savez(
-                file,
-                allow_pickle=False,
-                offsets=graph.offsets,
-                indices=graph.indices,
-                symmetric=np.array(graph.symmetric),
-                params=np.frombuffer(_identity(params), dtype=np.uint8),
-                checksum=np.frombuffer(_checksum(graph.offsets, graph.indices), dtype=np.uint8),
-            )
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(temp, path)
-        temp = None
-        _fsync_dir(path.parent)
+        replace_atomically(path, write)
     except OSError as exc:
         _log.warning(
             "graph_cache_write_failed",
@@ -109,10 +104,6 @@ def save_cached_rmat(params: RmatParams, graph: CsrGraph) -> Path | None:
             fix="set VYRE_ASYNC_CACHE_DIR to a writable folder with room for the graph",
         )
         return None
-    finally:
-        if temp is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(temp)
     return path
 
 
@@ -182,13 +173,3 @@ def _leaves(array: np.ndarray) -> Iterator[memoryview]:
 
 def _report_damaged(path: Path, reason: str) -> None:
     _log.warning("graph_cache_damaged", path=str(path), reason=reason, action="regenerating")
-
-
-def _fsync_dir(directory: Path) -> None:
-    # Makes the rename durable; losing the entry on a crash only costs a regeneration.
-    with contextlib.suppress(OSError):
-        fd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)

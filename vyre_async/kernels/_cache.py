@@ -11,13 +11,12 @@ compilation goes on in memory.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import os
 import struct
-import tempfile
 from pathlib import Path
 
+from .._files import replace_atomically
 from ..logging import get_logger
 
 _log = get_logger("vyre_async.kernels")
@@ -118,17 +117,8 @@ def write_entry(key: str, payload: bytes) -> bool:
         Whether the entry was written; a failure is logged as a warning.
     """
     path = entry_path(key)
-    tmp_name: str | None = None
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{key[:16]}.", suffix=".tmp")
-        with os.fdopen(fd, "wb") as tmp:
-            tmp.write(frame(payload))
-            tmp.flush()
-            os.fsync(tmp.fileno())
-        os.replace(tmp_name, path)
-        tmp_name = None
-        _fsync_dir(path.parent)
+        replace_atomically(path, lambda file: file.write(frame(payload)))
     except OSError as exc:
         _log.warning(
             "cubin_cache_write_failed",
@@ -137,19 +127,4 @@ def write_entry(key: str, payload: bytes) -> bool:
             fix="set VYRE_ASYNC_CACHE_DIR to a writable directory; compiling goes on in memory",
         )
         return False
-    finally:
-        if tmp_name is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp_name)
     return True
-
-
-def _fsync_dir(directory: Path) -> None:
-    # Makes the rename itself durable; some filesystems refuse to open or fsync a
-    # directory, and losing the entry on a crash only costs a recompile.
-    with contextlib.suppress(OSError):
-        fd = os.open(directory, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
