@@ -346,3 +346,68 @@ async def test_read_into_a_misfit_out_is_refused_and_leaves_it_untouched() -> No
                 await backend.read(buf, out=out)  # type: ignore[arg-type]
         await backend.free(buf)
     assert not frozen.any()
+
+
+@pytest.mark.parametrize("in_order", [True, False], ids=["stream-order", "any-order"])
+def test_finished_work_stops_using_its_buffers_without_being_undone(
+    rng: np.random.Generator, in_order: bool
+) -> None:
+    """Claims against a plain model: a buffer is busy exactly while some claim on it is
+    unfinished, whatever order work finishes in (work that fails early can finish
+    before what it waited for), and finished users do not pile up in the record.
+    When work finishes in stream order (after everything it waited for), each claim
+    waits, directly or through what it waits for, for every unfinished claim it
+    conflicts with."""
+    from vyre_async.backends._resident import ResidentRegistry
+    from vyre_async.errors import LifecycleError
+    from vyre_async.streams import Completion
+
+    registry: ResidentRegistry[None] = ResidentRegistry("cpu", lambda *_: None)
+    buffers = [registry.add(None, np.dtype(np.float32), (4,)) for _ in range(3)]
+    records = {b: registry.resolve({b: False})[0][0] for b in buffers}
+    live: list[tuple[Completion, dict[object, bool]]] = []
+    waited_on: dict[Completion, list[Completion]] = {}
+    for _ in range(2000):
+        ready = [i for i, (c, _) in enumerate(live) if all(w.done for w in waited_on[c])]
+        if live and rng.random() < 0.6:
+            choices = ready if in_order else range(len(live))
+            done, _ = live.pop(int(rng.choice(choices)))
+            done.complete()
+        else:
+            # The first buffer is only ever read: nothing resets its readers.
+            uses = {
+                b: b is not buffers[0] and bool(rng.random() < 0.4)
+                for b in buffers
+                if rng.random() < 0.6
+            }
+            work = Completion()
+            sharing = {c for c, their in live if their.keys() & uses.keys()}
+            conflicting = {
+                c
+                for c, their in live
+                for b, writes in uses.items()
+                if b in their and (writes or their[b])
+            }
+            waits = registry.reserve(uses, work)
+            assert set(waits) <= sharing, "waits for work on other buffers"
+            assert not any(w.done for w in waits), "waits for finished work"
+            if in_order:
+                reached, frontier = set(waits), list(waits)
+                while frontier:  # what the waits wait for, transitively, while unfinished
+                    for earlier in waited_on[frontier.pop()]:
+                        if not earlier.done and earlier not in reached:
+                            reached.add(earlier)
+                            frontier.append(earlier)
+                assert conflicting <= reached, "a conflicting unfinished claim is not waited for"
+            waited_on[work] = waits
+            live.append((work, uses))
+        for b in buffers:
+            users = sum(1 for _, their in live if b in their)
+            if users:
+                with pytest.raises(LifecycleError, match="Fix: await the pending work"):
+                    registry.check_idle(b, "freed")
+            else:
+                registry.check_idle(b, "freed")
+            record = records[b]
+            kept = len(record.reads) + len(record.displaced)
+            assert kept <= users + 16, "finished users piled up"

@@ -2,9 +2,16 @@
 
 The handle (:class:`ResidentBuffer`) is what callers hold; the backend keeps the
 storage and the bookkeeping in a :class:`ResidentRegistry`: who owns a handle,
-whether it was freed, how much unfinished work uses it (dispatches, sequences, reads
+whether it was freed, which unfinished work uses it (dispatches, sequences, reads
 and host writes), and which completions a later user must wait for so that work on
 one buffer runs in submission order.
+
+A buffer's users are the completions its record names: its last writer, its readers
+since, earlier users a writer displaced while they were unfinished (work that failed
+early can finish before the work it waited for), and its host writes copying in.
+Finished ones stop counting by themselves: a claim costs a few stores and its end
+costs nothing, since nothing has to be undone when work finishes. Finished ones are
+swept out by later claims.
 """
 
 from __future__ import annotations
@@ -22,6 +29,10 @@ from ..streams import Completion
 S = TypeVar("S")
 
 _ids = itertools.count(1)
+
+#: Readers a record names beyond which finished ones are swept out at the next read
+#: (earlier, whenever the oldest has finished).
+_SWEEP_READS = 16
 
 #: Alignment of each member inside a slab (what a kernel's widest loads want).
 SLAB_ALIGN = 256
@@ -150,13 +161,31 @@ class ResidentBuffer:
 class _Record(Generic[S]):
     buffer: ResidentBuffer
     storage: S
-    in_flight: int = 0
     # Whether another library was handed the memory (its free may have to wait).
     exported: bool = False
+    # The last work that writes the buffer, and work that reads it since (finished
+    # ones included until the next claim sweeps them out).
     last_write: Completion | None = None
     reads: list[Completion] = field(default_factory=list)
+    # Unfinished users a writer displaced from ``last_write`` and ``reads``.
+    displaced: list[Completion] = field(default_factory=list)
     # Host writes copying in now; several may, into ranges of the caller's choosing.
     copies_in: list[Completion] = field(default_factory=list)
+
+    def forget_users(self) -> None:
+        """Drop the completions named (the buffer left the registry): a finished
+        one's launch names this record, and the cycle would outlive the buffer."""
+        self.last_write = None
+        self.reads = []
+        self.displaced = []
+
+    def busy(self, *, copies_in: bool = True) -> int:
+        """How many unfinished pieces of work use the buffer."""
+        users = sum(not c._done for c in self.reads) + sum(not c._done for c in self.displaced)
+        last = self.last_write
+        if last is not None and not last._done:
+            users += 1
+        return users + len(self.copies_in) if copies_in else users
 
 
 class ResidentRegistry(Generic[S]):
@@ -213,10 +242,7 @@ class ResidentRegistry(Generic[S]):
         writes: those copy into ranges of the caller's choosing, as
         ``upload_egraph``'s chunks do side by side.
         """
-        record = self._record(buffer)
-        users = record.in_flight
-        if action == "overwritten":
-            users -= len(record.copies_in)
+        users = self._record(buffer).busy(copies_in=action != "overwritten")
         if users:
             single = users == 1
             plural = "dispatch, read or write" if single else "dispatches, reads or writes"
@@ -257,17 +283,15 @@ class ResidentRegistry(Generic[S]):
         resolving them once (owner, liveness) and again only after a buffer left
         saves a lookup and check per buffer per submission.
         """
-        waits = self.claim(records, completion)
-        completion.add_done_callback(lambda: self.unclaim(records, completion))
-        return waits
+        return self.claim(records, completion)
 
     def claim(
         self, records: list[tuple[_Record[S], bool]], completion: Completion
     ) -> list[Completion]:
-        """Mark the records' buffers in use by ``completion`` (:meth:`reserve_resolved`
-        without registering the release): the caller runs :meth:`unclaim` with the
-        same arguments once the work has finished. The dispatch path does so from its
-        completion's release hook, which saves making a closure per dispatch.
+        """Mark the records' buffers in use by ``completion`` until it is done.
+
+        Nothing is undone when it finishes: a finished completion no longer counts
+        as a user (see the module docstring).
 
         Returns:
             The unfinished earlier work the new work must start after.
@@ -276,35 +300,42 @@ class ResidentRegistry(Generic[S]):
         for record, writes in records:
             last = record.last_write
             if last is not None and not last._done:
-                waits.append(last)
+                waits.append(last)  # it started after everything it displaced
+            else:
+                last = None
+                if record.displaced:  # its displacer failed early: they may still run
+                    record.displaced = [c for c in record.displaced if not c._done]
+                    waits += record.displaced
             if record.copies_in:
                 waits += record.copies_in
             if writes:
                 reads = record.reads
                 if reads:
-                    waits += [reader for reader in reads if not reader._done]
+                    reads = [reader for reader in reads if not reader._done]
                     record.reads = []
+                if last is not None or reads:
+                    self._displace(record, last, reads)
+                    waits += reads
                 record.last_write = completion
             else:
                 reads = record.reads
-                if reads and reads[0]._done:
-                    record.reads = reads = [r for r in reads if not r._done]
+                if reads and (reads[0]._done or len(reads) >= _SWEEP_READS):
+                    if len(reads) == 1:  # the one before, finished
+                        reads.clear()
+                    else:
+                        record.reads = reads = [r for r in reads if not r._done]
                 reads.append(completion)
-            record.in_flight += 1
         if len(waits) > 1:
             waits = list({id(w): w for w in waits}.values())
         return waits
 
-    def unclaim(self, records: list[tuple[_Record[S], bool]], completion: Completion) -> None:
-        """Undo :meth:`claim` for finished work."""
-        for record, writes in records:
-            record.in_flight -= 1
-            if record.last_write is completion:
-                record.last_write = None
-            elif not writes:
-                reads = record.reads
-                if completion in reads:
-                    reads.remove(completion)
+    @staticmethod
+    def _displace(record: _Record[S], last: Completion | None, reads: list[Completion]) -> None:
+        """Keep the unfinished users a writer replaces: the buffer is theirs until done."""
+        displaced = [c for c in record.displaced if not c._done]
+        if last is not None:
+            displaced.append(last)
+        record.displaced = displaced + reads
 
     def hold_copy_in(self, buffer: ResidentBuffer, completion: Completion) -> None:
         """Mark a host write into ``buffer`` in flight until ``completion``.
@@ -313,15 +344,9 @@ class ResidentRegistry(Generic[S]):
         uses the buffer, so the write waits for nothing; work submitted while it copies
         waits for it (see :meth:`reserve_resolved`), and freeing is refused.
         """
-        record = self._record(buffer)
-        record.copies_in.append(completion)
-        record.in_flight += 1
-
-        def release() -> None:
-            record.in_flight -= 1
-            record.copies_in.remove(completion)
-
-        completion.add_done_callback(release)
+        copies_in = self._record(buffer).copies_in
+        copies_in.append(completion)
+        completion.add_done_callback(lambda: copies_in.remove(completion))
 
     def users(self, buffer: ResidentBuffer) -> list[Completion]:
         """Every unfinished piece of work that reads or writes ``buffer``."""
@@ -336,6 +361,7 @@ class ResidentRegistry(Generic[S]):
         whether it was exported (then the release waits for the handle to go)."""
         self.check_idle(buffer, "freed")
         record = self._records.pop(buffer.id)
+        record.forget_users()
         self.generation += 1
         self._on_change(-1, -buffer.nbytes)
         return record.storage, record.exported
@@ -351,6 +377,7 @@ class ResidentRegistry(Generic[S]):
         records, self._records = list(self._records.values()), {}
         self.generation += 1
         for record in records:
+            record.forget_users()
             self._on_change(-1, -record.buffer.nbytes)
         return [(record.buffer, record.storage, record.exported) for record in records]
 

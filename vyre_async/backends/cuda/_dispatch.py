@@ -156,7 +156,6 @@ class CudaDispatch(CudaBase):
         work.keep = bool(launch.outputs)
         records = launch.records
         waits = registry.claim(records, work) if records else NO_WAITS
-        work.records = records
         if waits and unrecorded(waits):
             await self._await_unrecorded(work, waits, staging)
             waited = True

@@ -129,7 +129,6 @@ class CudaSequences(CudaBase):
         work = SequenceWork(self, plan)
         records = self._resolved(prepared)
         waits = self._registry.claim(records, work)
-        work.records = records
         if waits:
             await self._await_unrecorded(work, waits, None)
         self._enqueue_sequence(plan, loaded, work, prefix, repeat_count, waits, timing)
@@ -201,7 +200,6 @@ class CudaSequences(CudaBase):
         work = SequenceWork(self, plan)
         records = self._resolved(prepared)
         waits = self._registry.claim(records, work)
-        work.records = records
         if loaded is None or any(w.fence is None and not w._done for w in waits):
 
             async def later() -> None:

@@ -82,7 +82,6 @@ class CudaSubmit(CudaBase):
             work.keep = bool(launch.outputs)
             records = launch.records
             waits = registry.claim(records, work) if records else NO_WAITS
-            work.records = records
             large = launch.plan is not None and launch.plan.total > INLINE_COPY_BYTES
             if large or unrecorded(waits):
                 held = dict(inputs) if large else snapshot_inputs(inputs)
@@ -114,7 +113,6 @@ class CudaSubmit(CudaBase):
         registry = self._registry
         records = registry.resolve(uses_of([call]))
         waits = registry.claim(records, work)
-        work.records = records
         held = snapshot_inputs(inputs)
 
         async def later() -> None:

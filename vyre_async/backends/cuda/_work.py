@@ -1,10 +1,10 @@
 """Work in flight on the CUDA backend's streams, and what it gives back when done.
 
 A :class:`Work` is the completion of one dispatch or sequence run: when its event
-has completed, its release hands back the resident buffers it claimed, the arrays it
-borrowed, its timing events and its host memory (unless a caller still copies
-outputs out of it). The helpers below are shared by the dispatch, submit, sequence
-and read paths.
+has completed, its release hands back the arrays it borrowed, its timing events and
+its host memory (unless a caller still copies outputs out of it). The resident
+buffers it claimed need nothing back: finished work stops counting as their user.
+The helpers below are shared by the dispatch, submit, sequence and read paths.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ class Work(Completion):
     (then the caller gives it back); otherwise the release does.
     """
 
-    __slots__ = ("backend", "borrowed", "host", "keep", "outputs", "records", "timing")
+    __slots__ = ("backend", "borrowed", "host", "keep", "outputs", "timing")
 
     def __init__(self, backend: WorkOwner) -> None:
         # Completion.__init__ inlined: one object per dispatch, made on the hot path.
@@ -60,7 +60,6 @@ class Work(Completion):
         self.backend = backend
         #: The outputs, copied out when the backend closed before they were collected.
         self.outputs: Any = None
-        self.records: list[Any] = NO_WAITS
         self.timing: tuple[Any, Any] | None = None
         self.host: Any = None
         self.keep = False
@@ -69,8 +68,6 @@ class Work(Completion):
 
     def _release(self) -> None:
         backend = self.backend
-        if self.records:
-            backend._registry.unclaim(self.records, self)
         if self.borrowed is not None:
             let_go(self.borrowed)
             self.borrowed = None
@@ -107,7 +104,6 @@ class DispatchWork(Work):
         self.fence = None
         self.backend = backend
         self.outputs = None
-        self.records = NO_WAITS
         self.timing = None
         self.host = None
         self.keep = False
