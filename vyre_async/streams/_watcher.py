@@ -334,7 +334,10 @@ class CompletionWatcher:
                     self._hand_on()
                     raise
                 if not spun_out:
-                    self._hand_on()
+                    if self._candidates or self._busy:
+                        self._hand_on()
+                    else:  # nobody waits, nothing pending: nothing to hand on
+                        self._role = None
                     return
                 self._to_watcher()  # long work: the watcher backs off, a task would spin
                 spot = work._add_waiter(self._new_spot)
@@ -567,7 +570,7 @@ class CompletionWatcher:
                 self._finish(fence, error)
             if lane.open is None and not sealed:
                 busy.pop(lane, None)
-        if not busy:
+        if not busy and self._idle is not None:
             self._note_idle()
         return progressed
 

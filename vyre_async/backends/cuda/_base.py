@@ -10,7 +10,7 @@ blocking the loop. The backend itself is assembled from one mixin per job in
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import anyio
@@ -119,9 +119,10 @@ class CudaBase(BackendCore[DeviceAllocation], CudaParts):
         self._results = ResultBlocks(RESULT_BLOCKS_IDLE_BYTES, self._unregister)
         self._lock_results = True  # until the driver once refuses to page-lock a block
         self._slab_of: dict[int, Slab] = {}  # id(member view) -> its slab
-        self._turn = 0
         self._baseline = (0, 0)
         self._lanes: list[Lane] = []
+        #: The lanes round robin, for work that follows nothing in flight.
+        self._lane_turns: Iterator[Lane] = iter(())
         self._detached: set[int] = set()  # exported blocks the pool forgot at close
 
     @property
@@ -177,8 +178,7 @@ class CudaBase(BackendCore[DeviceAllocation], CudaParts):
         }
 
     def _next_lane(self) -> Lane:
-        self._turn += 1
-        return self._lanes[self._turn % STREAMS]
+        return next(self._lane_turns)
 
     def _lane_after(self, waits: list[Completion]) -> Lane:
         """The lane for work that must follow ``waits``: theirs when they share one (no

@@ -106,12 +106,14 @@ class BoundLaunch:
         "block",
         "block_ptr",
         "call",
+        "direct",
         "download",
         "empty",
         "foreign",
         "function",
         "generation",
         "grid",
+        "head",
         "host_clears",
         "host_inputs",
         "host_slots",
@@ -145,6 +147,8 @@ class BoundLaunch:
         self.block = shape.block
         self.shared_bytes = shape.shared_bytes
         self.empty = shape.empty
+        #: ``cuLaunchKernel``'s arguments before the stream: function, grid, block, shared.
+        self.head = (self.function, *shape.grid, *shape.block, shape.shared_bytes)
         slots, self._pointers = loaded.new_block()
         self.args = ctypes.addressof(self._pointers)
         by_name = dict(zip((p.name for p in kernel.params), slots, strict=True))
@@ -195,6 +199,15 @@ class BoundLaunch:
         self.keeps_spares = True
         self.block_ptr = 0
         self.launches = 0 if shape.empty else 1
+        self.direct = False
+        self._note_direct()
+
+    def _note_direct(self) -> None:
+        #: Whether a dispatch is one launch and nothing else: no staging, no borrowed
+        #: arrays, no outputs to clear (the awaited path's shortest branch).
+        self.direct = not (
+            self.empty or self.foreign or self.plan is not None or self.resident_clears
+        )
 
     def set_scalars(self, scalars: Mapping[str, Any]) -> None:
         """Validate new scalar values and write them into the argument block.
@@ -226,6 +239,7 @@ class BoundLaunch:
         ]
         self.records = records
         self.generation = registry.generation
+        self._note_direct()
 
     def point_at(self, staging: Staging) -> None:
         """Write the staging block's addresses of the host-bound buffers into the block."""

@@ -10,6 +10,7 @@ unless asked for. This is the hot path: per call it does only what can change.
 from __future__ import annotations
 
 from collections.abc import Coroutine, Mapping
+from functools import partial
 from typing import Any
 
 import anyio
@@ -23,7 +24,7 @@ from .._config import DispatchConfig
 from .._core import OutputPlace, Outputs
 from .._prepared_dispatch import PreparedDispatch
 from .._resident import ResidentBuffer
-from ._base import INLINE_COPY_BYTES, OPEN, STREAMS, CudaBase
+from ._base import INLINE_COPY_BYTES, OPEN, CudaBase
 from ._bound import BoundLaunch, Staging
 from ._work import NO_WAITS, DispatchWork, Work, unrecorded
 
@@ -65,7 +66,7 @@ class CudaDispatch(CudaBase):
             launch = self._launches[(kernel, *inputs.items())]
         except (KeyError, TypeError, AttributeError):  # new, host arrays, or bad inputs
             return self._dispatch_new(kernel, inputs, scalars, config)
-        return self._run_launch(launch, inputs, scalars, config)
+        return self._run_launch(launch, inputs, config, scalars)
 
     async def _dispatch_resident(
         self,
@@ -77,7 +78,7 @@ class CudaDispatch(CudaBase):
         # Not cached: its buffers are new every call and would only crowd the cache out.
         launch = await self._bound_launch(kernel, inputs, scalars, cache=False)
         launch.keeps_spares = False
-        await self._run_launch(launch, inputs, scalars, config)
+        await self._run_launch(launch, inputs, config, scalars)
 
     async def _dispatch_new(
         self,
@@ -87,7 +88,7 @@ class CudaDispatch(CudaBase):
         config: DispatchConfig | None,
     ) -> Outputs:
         launch = await self._bound_launch(kernel, inputs, scalars)
-        return await self._run_launch(launch, inputs, scalars, config)
+        return await self._run_launch(launch, inputs, config, scalars)
 
     async def prepare(
         self,
@@ -115,20 +116,14 @@ class CudaDispatch(CudaBase):
         defaults = dict(scalars)
         launch = await self._bound_launch(kernel, held, defaults, cache=False)
         launch.keeps_spares = False  # the backend does not track it: nothing kept idle
-
-        def run(new_scalars: Mapping[str, Any]) -> Coroutine[Any, Any, Outputs]:
-            if self._state is not OPEN:
-                self._check_open()
-            return self._run_launch(launch, held, new_scalars, config)
-
-        return PreparedDispatch(kernel, run, defaults)
+        return PreparedDispatch(kernel, partial(self._run_launch, launch, held, config), defaults)
 
     async def _run_launch(
         self,
         launch: BoundLaunch,
         inputs: Mapping[str, Any],
-        scalars: Mapping[str, Any],
         config: DispatchConfig | None,
+        scalars: Mapping[str, Any],
     ) -> Outputs:
         """Enqueue one dispatch of a bound launch and wait for it (the awaited path).
 
@@ -137,6 +132,8 @@ class CudaDispatch(CudaBase):
         for (``DispatchConfig(timing=True)`` adds the device time; ``submit(...)`` and
         ``timed()`` measure the rest).
         """
+        if self._state is not OPEN:  # a prepared dispatch comes here directly
+            self._check_open()
         if scalars is not launch.raw_scalars and (
             scalars != launch.raw_scalars or [*map(type, scalars.values())] != launch.raw_types
         ):  # the same mapping again (a prepared call's own, never mutated): nothing to do
@@ -238,13 +235,19 @@ class CudaDispatch(CudaBase):
         elif waits:
             lane = self._lane_after(waits)
         else:
-            self._turn = turn = self._turn + 1
-            lane = self._lanes[turn % STREAMS]
+            lane = next(self._lane_turns)
         stream = lane.stream
+        watcher = self._watcher
         try:
-            self._watcher.check_accepting()
+            watcher.check_accepting()
             if waits:
                 self._wait_for(lane, waits)
+            if launch.direct and times == 1 and not timing:  # one launch, nothing else
+                returned = self._launch_kernel(*launch.head, stream, launch.args, 0)
+                if returned[0]:
+                    self._raise_for(returned, "cuLaunchKernel")
+                watcher.add(lane, work)
+                return
             if launch.foreign:
                 self._bind_borrowed(launch, work, inputs, stream)
             plan = launch.plan
@@ -275,13 +278,9 @@ class CudaDispatch(CudaBase):
                 work.timing = pair = self._take_timing()
                 device.call(self._record_event, pair[0], stream)
             if not launch.empty:
-                launch_kernel, function, args = self._launch_kernel, launch.function, launch.args
-                (gx, gy, gz), (bx, by, bz) = launch.grid, launch.block
-                shared = launch.shared_bytes
+                launch_kernel, head, args = self._launch_kernel, launch.head, launch.args
                 for _ in range(times):
-                    returned = launch_kernel(
-                        function, gx, gy, gz, bx, by, bz, shared, stream, args, 0
-                    )
+                    returned = launch_kernel(*head, stream, args, 0)
                     if returned[0]:
                         self._raise_for(returned, "cuLaunchKernel")
             if timing:
@@ -302,6 +301,6 @@ class CudaDispatch(CudaBase):
             work.keep = False
             work.complete(exc)
             raise
-        self._watcher.add(lane, work)
+        watcher.add(lane, work)
         if plan is not None:
             self._counters.bytes_uploaded += launch.upload[1]

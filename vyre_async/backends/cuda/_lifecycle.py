@@ -9,6 +9,7 @@ copies out results nobody collected yet, and frees every handle in a worker thre
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import anyio
@@ -91,6 +92,7 @@ class CudaLifecycle(CudaBase):
                 synchronize=lambda stream: device.call(driver.cuStreamSynchronize, stream),
             )
             self._lanes = [self._watcher.lane(int(s), s) for s in self._streams]
+            self._lane_turns = itertools.cycle(self._lanes)
             self._export_stream = self._stream_pool.acquire()
             self._producer_event = self._events.acquire()
             self._exports.attach(self._registry, device, self._watcher, self._export_stream)
