@@ -283,6 +283,10 @@ async def run_all(x: np.ndarray, y: np.ndarray, profile: bool) -> dict[str, Any]
             "d2": prepared,
         }
         samples: dict[str, list[int]] = {name: [] for name in variants}
+        watcher = backend._watcher  # type: ignore[attr-defined]
+        # Event queries and fences (event records) per timed dispatch of ours: one
+        # query means the first look after one loop turn found the work done.
+        looks = {name: [0, 0] for name in ("c", "d", "d2")}
         names = list(variants)
         for round_index in range(ROUNDS):
             order = names[round_index % len(names) :] + names[: round_index % len(names)]
@@ -290,8 +294,15 @@ async def run_all(x: np.ndarray, y: np.ndarray, profile: bool) -> dict[str, Any]
                 body = variants[name]
                 for _ in range(WARMUP):
                     await body()
+                queries, fences = watcher.queries, watcher.fences
                 samples[name] += await time_async_samples(body, ITERS // ROUNDS)
+                if name in looks:
+                    looks[name][0] += watcher.queries - queries
+                    looks[name][1] += watcher.fences - fences
         got["samples"] = samples
+        got["looks_per_dispatch"] = {
+            name: {"queries": q / ITERS, "fences": f / ITERS} for name, (q, f) in looks.items()
+        }
         if profile:
             profiler = cProfile.Profile()
             profiler.enable()
@@ -314,9 +325,15 @@ async def run_all(x: np.ndarray, y: np.ndarray, profile: bool) -> dict[str, Any]
         await rate_of(ours)  # warm-up of both
         await peer.rate_round(lanes)
         e, e2 = [], []
+        queries, fences = watcher.queries, watcher.fences
         for _ in range(RATE_ROUNDS):
             e.append(await rate_of(ours))
             e2.append(await peer.rate_round(lanes))
+        dispatches = RATE_ROUNDS * TASKS * PER_TASK
+        got["looks_per_dispatch"]["e"] = {
+            "queries": (watcher.queries - queries) / dispatches,
+            "fences": (watcher.fences - fences) / dispatches,
+        }
         got["e"], got["e2"] = e, e2
         if profile:
             profiler = cProfile.Profile()
@@ -343,7 +360,6 @@ async def run_all(x: np.ndarray, y: np.ndarray, profile: bool) -> dict[str, Any]
             f2.append(await peer.cpu_share(cycles))
         got["f"], got["f2"], got["f_kernel_s"] = f, f2, walls
         got["telemetry"] = msgspec.to_builtins(backend.telemetry())
-        watcher = backend._watcher  # type: ignore[attr-defined]
         got["watcher"] = {"fences": watcher.fences, "queries": watcher.queries}
     return got
 
@@ -428,6 +444,7 @@ def main() -> None:
         "ratios": ratios,
         "targets_met": targets,
         "watcher": got["watcher"],
+        "looks_per_dispatch": got["looks_per_dispatch"],
         "telemetry": got["telemetry"],
     }
     with open(args.out, "w") as fh:
@@ -454,6 +471,11 @@ def main() -> None:
         print(f"{title:<44} {rate:9,.0f} /s  rounds {[round(r) for r in each]}")
     print(f"{'(f) CPU awaiting a 200 ms kernel':<44} {100 * f:7.1f} % of a core")
     print(f"{'(f2) the same, CuPy poll loop':<44} {100 * f2:7.1f} % of a core")
+    for name, looks in got["looks_per_dispatch"].items():
+        print(
+            f"{f'({name}) event queries, fences per dispatch':<44} "
+            f"{looks['queries']:7.2f} {looks['fences']:5.2f}"
+        )
     for name, value in ratios.items():
         print(f"{name:<44} {value:7.2f}x")
     for name, met in targets.items():
