@@ -246,61 +246,75 @@ class CudaDispatch(CudaBase):
                 returned = self._launch_kernel(*launch.head, stream, launch.args, 0)
                 if returned[0]:
                     self._raise_for(returned, "cuLaunchKernel")
-                watcher.add(lane, work)
-                return
-            if launch.foreign:
-                self._bind_borrowed(launch, work, inputs, stream)
-            plan = launch.plan
-            if plan is not None:
-                if staging is None:
-                    staging = self._stage(launch, inputs)
-                work.host = staging
-                block = staging.block.ptr
-                if block != launch.block_ptr:
-                    launch.point_at(staging)
-                offset, nbytes = launch.upload
-                if nbytes:
-                    returned = self._copy_in(
-                        block + offset, staging.pinned.ptr + offset, nbytes, stream
-                    )
-                    if returned[0]:
-                        self._raise_for(returned, "cuMemcpyHtoDAsync")
-                for offset, nbytes in launch.host_clears:
-                    returned = self._memset(block + offset, 0, nbytes, stream)
-                    if returned[0]:
-                        self._raise_for(returned, "cuMemsetD8Async")
-            for ptr, nbytes in launch.resident_clears:
-                if nbytes:
-                    returned = self._memset(ptr, 0, nbytes, stream)
-                    if returned[0]:
-                        self._raise_for(returned, "cuMemsetD8Async")
-            if timing:
-                work.timing = pair = self._take_timing()
-                device.call(self._record_event, pair[0], stream)
-            if not launch.empty:
-                launch_kernel, head, args = self._launch_kernel, launch.head, launch.args
-                for _ in range(times):
-                    returned = launch_kernel(*head, stream, args, 0)
-                    if returned[0]:
-                        self._raise_for(returned, "cuLaunchKernel")
-            if timing:
-                device.call(self._record_event, work.timing[1], stream)  # type: ignore[index]
-            if plan is not None:
-                offset, nbytes = launch.download
-                if nbytes:
-                    returned = self._copy_out(
-                        staging.pinned.ptr + offset,  # type: ignore[union-attr]
-                        staging.block.ptr + offset,  # type: ignore[union-attr]
-                        nbytes,
-                        stream,
-                    )
-                    if returned[0]:
-                        self._raise_for(returned, "cuMemcpyDtoHAsync")
+            else:
+                self._enqueue_full(launch, work, inputs, stream, times, timing, staging)
         except BaseException as exc:
             self._sync_after_failure(stream)
             work.keep = False
             work.complete(exc)
             raise
         watcher.add(lane, work)
+
+    def _enqueue_full(
+        self,
+        launch: BoundLaunch,
+        work: DispatchWork,
+        inputs: Mapping[str, Any],
+        stream: Any,
+        times: int,
+        timing: bool,
+        staging: Staging | None,
+    ) -> None:
+        """Everything a dispatch enqueues beyond one launch: borrowed arrays bound,
+        staging copy in, output clears, timing events, repeated launches, copy out."""
+        device = self._device
+        assert device is not None
+        if launch.foreign:
+            self._bind_borrowed(launch, work, inputs, stream)
+        plan = launch.plan
         if plan is not None:
+            if staging is None:
+                staging = self._stage(launch, inputs)
+            work.host = staging
+            block = staging.block.ptr
+            if block != launch.block_ptr:
+                launch.point_at(staging)
+            offset, nbytes = launch.upload
+            if nbytes:
+                returned = self._copy_in(
+                    block + offset, staging.pinned.ptr + offset, nbytes, stream
+                )
+                if returned[0]:
+                    self._raise_for(returned, "cuMemcpyHtoDAsync")
+            for offset, nbytes in launch.host_clears:
+                returned = self._memset(block + offset, 0, nbytes, stream)
+                if returned[0]:
+                    self._raise_for(returned, "cuMemsetD8Async")
+        for ptr, nbytes in launch.resident_clears:
+            if nbytes:
+                returned = self._memset(ptr, 0, nbytes, stream)
+                if returned[0]:
+                    self._raise_for(returned, "cuMemsetD8Async")
+        if timing:
+            work.timing = pair = self._take_timing()
+            device.call(self._record_event, pair[0], stream)
+        if not launch.empty:
+            launch_kernel, head, args = self._launch_kernel, launch.head, launch.args
+            for _ in range(times):
+                returned = launch_kernel(*head, stream, args, 0)
+                if returned[0]:
+                    self._raise_for(returned, "cuLaunchKernel")
+        if timing:
+            device.call(self._record_event, work.timing[1], stream)  # type: ignore[index]
+        if plan is not None:
+            offset, nbytes = launch.download
+            if nbytes:
+                returned = self._copy_out(
+                    staging.pinned.ptr + offset,  # type: ignore[union-attr]
+                    staging.block.ptr + offset,  # type: ignore[union-attr]
+                    nbytes,
+                    stream,
+                )
+                if returned[0]:
+                    self._raise_for(returned, "cuMemcpyDtoHAsync")
             self._counters.bytes_uploaded += launch.upload[1]
