@@ -179,13 +179,13 @@ class _Record(Generic[S]):
         self.reads = []
         self.displaced = []
 
-    def busy(self, *, copies_in: bool = True) -> int:
+    def busy(self, *, with_copies_in: bool = True) -> int:
         """How many unfinished pieces of work use the buffer."""
         users = sum(not c._done for c in self.reads) + sum(not c._done for c in self.displaced)
         last = self.last_write
         if last is not None and not last._done:
             users += 1
-        return users + len(self.copies_in) if copies_in else users
+        return users + len(self.copies_in) if with_copies_in else users
 
 
 class ResidentRegistry(Generic[S]):
@@ -242,7 +242,7 @@ class ResidentRegistry(Generic[S]):
         writes: those copy into ranges of the caller's choosing, as
         ``upload_egraph``'s chunks do side by side.
         """
-        users = self._record(buffer).busy(copies_in=action != "overwritten")
+        users = self._record(buffer).busy(with_copies_in=action != "overwritten")
         if users:
             single = users == 1
             plural = "dispatch, read or write" if single else "dispatches, reads or writes"
