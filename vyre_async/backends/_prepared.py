@@ -116,7 +116,7 @@ class PreparedSequence:
         #: backend on first submission, kept here with the sequence.
         self.backend_plan: object = None
         #: (registry generation, resolved records) of ``uses``, kept here for the
-        #: backend; see ``ResidentRegistry.reserve_resolved``.
+        #: backend; see ``ResidentRegistry.resolve``.
         self.reservation: tuple[int, Any] | None = None
         self._names = {p.name for step in self._steps for p in step.kernel.scalar_params}
         self._by_scalars: dict[tuple[Any, ...], list[BoundCall[ResidentBuffer]]] = {}

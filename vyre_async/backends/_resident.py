@@ -253,8 +253,9 @@ class ResidentRegistry(Generic[S]):
             )
 
     def resolve(self, uses: Mapping[ResidentBuffer, bool]) -> list[tuple[_Record[S], bool]]:
-        """The records of ``uses``' buffers, checked live and owned, for
-        :meth:`reserve_resolved` while :attr:`generation` stays the same.
+        """The records of ``uses``' buffers, checked live and owned, for :meth:`claim`
+        while :attr:`generation` stays the same (a prepared sequence or bound launch
+        resolves its buffers once and again only after a buffer left).
         """
         return [(self._record(b), writes) for b, writes in uses.items()]
 
@@ -272,23 +273,13 @@ class ResidentRegistry(Generic[S]):
             writer of every buffer it touches, plus, for a buffer it writes, every
             reader since (readers of one buffer never wait for each other).
         """
-        return self.reserve_resolved(self.resolve(uses), completion)
-
-    def reserve_resolved(
-        self, records: list[tuple[_Record[S], bool]], completion: Completion
-    ) -> list[Completion]:
-        """:meth:`reserve` for records :meth:`resolve` gave in this :attr:`generation`.
-
-        A prepared sequence reserves the same buffers submission after submission;
-        resolving them once (owner, liveness) and again only after a buffer left
-        saves a lookup and check per buffer per submission.
-        """
-        return self.claim(records, completion)
+        return self.claim(self.resolve(uses), completion)
 
     def claim(
         self, records: list[tuple[_Record[S], bool]], completion: Completion
     ) -> list[Completion]:
-        """Mark the records' buffers in use by ``completion`` until it is done.
+        """:meth:`reserve` for records :meth:`resolve` gave in this :attr:`generation`:
+        mark their buffers in use by ``completion`` until it is done.
 
         Nothing is undone when it finishes: a finished completion no longer counts
         as a user (see the module docstring).
@@ -342,7 +333,7 @@ class ResidentRegistry(Generic[S]):
 
         Call after ``check_idle(buffer, "overwritten")``: no dispatch, sequence or read
         uses the buffer, so the write waits for nothing; work submitted while it copies
-        waits for it (see :meth:`reserve_resolved`), and freeing is refused.
+        waits for it (see :meth:`claim`), and freeing is refused.
         """
         copies_in = self._record(buffer).copies_in
         copies_in.append(completion)

@@ -103,16 +103,13 @@ class BoundLaunch:
         "_empty",
         "_pointers",
         "args",
-        "block",
         "block_ptr",
         "call",
         "direct",
         "download",
         "empty",
         "foreign",
-        "function",
         "generation",
-        "grid",
         "head",
         "host_clears",
         "host_inputs",
@@ -130,7 +127,6 @@ class BoundLaunch:
         "resident_clears",
         "resident_out",
         "scalar_slots",
-        "shared_bytes",
         "spares",
         "upload",
         "uses",
@@ -141,14 +137,10 @@ class BoundLaunch:
         self.kernel = kernel
         self.call = call
         self.loaded = loaded
-        self.function = loaded.function
         shape = call.launch
-        self.grid = shape.grid
-        self.block = shape.block
-        self.shared_bytes = shape.shared_bytes
         self.empty = shape.empty
         #: ``cuLaunchKernel``'s arguments before the stream: function, grid, block, shared.
-        self.head = (self.function, *shape.grid, *shape.block, shape.shared_bytes)
+        self.head = (loaded.function, *shape.grid, *shape.block, shape.shared_bytes)
         slots, self._pointers = loaded.new_block()
         self.args = ctypes.addressof(self._pointers)
         by_name = dict(zip((p.name for p in kernel.params), slots, strict=True))
@@ -199,7 +191,6 @@ class BoundLaunch:
         self.keeps_spares = True
         self.block_ptr = 0
         self.launches = 0 if shape.empty else 1
-        self.direct = False
         self._note_direct()
 
     def _note_direct(self) -> None:
