@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import numpy as np
 import pytest
 
@@ -348,6 +349,82 @@ async def _count_calls(coroutine_factory: Any) -> int:
     finally:
         sys.setprofile(None)
     return count
+
+
+async def until(condition: Any) -> None:
+    """Let the loop run until ``condition()`` holds (a test hang fails after 5 s)."""
+    with anyio.fail_after(5):
+        while not condition():  # noqa: ASYNC110 - backend state, with no event to wait on
+            await anyio.sleep(0.001)
+
+
+@pytest.mark.parametrize("follower", ["dispatch", "read", "settle"])
+async def test_work_behind_a_writer_cancelled_before_its_enqueue_waits_for_what_it_waited_for(
+    cuda: Any, sim: cuda_sim.SimulatedDriver, rng: np.random.Generator, follower: str
+) -> None:
+    """A writer cancelled while it waited for a read of its buffer never waited for the
+    writer before it. A dispatch or read claimed behind it must wait for that writer
+    instead, and ``settle`` must too: nothing runs or returns before the first writer
+    finishes, and the results equal the float64 model of the work that ran."""
+    n = 512
+    x, y = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
+    xb, yb = await cuda.upload(x), await cuda.upload(y)
+    record = cuda._registry._record(yb)
+    got: dict[str, Any] = {}
+    writer = anyio.CancelScope()
+
+    async def read_first() -> None:
+        got["read"] = await cuda.read(yb)
+
+    async def second_writer() -> None:
+        with writer:
+            await cuda.dispatch(axpy, {"x": xb, "y": yb}, a=3.0)
+
+    async def follow() -> None:
+        if follower == "dispatch":
+            got["follower"] = (await cuda.dispatch(sum_reduce, {"x": yb}))["out"]
+        elif follower == "read":
+            got["follower"] = await cuda.read(yb)
+        else:
+            await cuda.settle([yb])
+            got["follower"] = first.is_ready()
+
+    def enqueued() -> tuple[int, int]:
+        return sim.launches.count(sum_reduce.entry), sim.calls.get("cuMemcpyDtoHAsync", 0)
+
+    async with anyio.create_task_group() as tg:
+        with sim.holding():  # the first writer runs until the block ends
+            first = cuda.submit(axpy, {"x": xb, "y": yb}, a=2.0)
+            before = enqueued()
+            tg.start_soon(read_first)
+            await until(lambda: record.reads)
+            tg.start_soon(second_writer)
+            await until(lambda: record.last_write is not first._completion)
+            second = record.last_write
+            if follower != "settle":  # claimed behind the second writer before it fails
+                tg.start_soon(follow)
+                await until(lambda: record.reads)
+            writer.cancel()
+            await until(lambda: second.done)
+            if follower == "settle":
+                tg.start_soon(follow)
+            for _ in range(50):
+                await anyio.lowlevel.checkpoint()
+            assert enqueued() == before, "work ran beside the writer it must follow"
+            assert "follower" not in got
+    await first
+    y1 = axpy_ref(2.0, x, y)  # the second writer never ran
+    np.testing.assert_allclose(got["read"], y1, rtol=1e-6)
+    if follower == "dispatch":
+        want = [y1.astype(np.float64).sum()]
+        np.testing.assert_allclose(got["follower"], want, rtol=1e-4, atol=1e-3)
+    elif follower == "read":
+        np.testing.assert_array_equal(got["follower"], got["read"])
+    else:
+        assert got["follower"] is True
+    np.testing.assert_allclose(await cuda.read(yb), y1, rtol=1e-6)
+    await cuda.free(xb)
+    await cuda.free(yb)
 
 
 async def test_a_repeated_resident_dispatch_stays_under_its_call_ceiling(

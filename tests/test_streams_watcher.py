@@ -341,6 +341,33 @@ async def test_a_failing_release_fails_its_completion_but_not_the_watcher() -> N
         await finished(later)
 
 
+async def test_work_stopped_by_a_cancellation_fails_with_an_error_not_the_cancellation() -> None:
+    """Completing work with what cancelled its enqueueing task keeps a DispatchError:
+    raising the cancellation in the tasks that wait for the work would cancel them.
+    The work it was to start after is kept on failure and dropped on success."""
+    earlier = Completion()
+    stopped, finished_ok = Completion(), Completion()
+    stopped.after, finished_ok.after = [earlier], [earlier]
+    cancellation: list[BaseException] = []
+    with anyio.CancelScope() as scope:
+        scope.cancel()
+        try:
+            await anyio.sleep(1)
+        except BaseException as exc:  # the loop's own cancellation class
+            cancellation.append(exc)
+            stopped.complete(exc)
+    finished_ok.complete()
+    assert not isinstance(cancellation[0], Exception)
+    assert isinstance(stopped.error, DispatchError)
+    assert "interrupted" in str(stopped.error)
+    assert str(stopped.error).rstrip().endswith(".")
+    assert "Fix:" in str(stopped.error)
+    with pytest.raises(DispatchError, match="before it was enqueued"):
+        await stopped.wait()
+    assert stopped.after == [earlier]
+    assert finished_ok.after is None
+
+
 async def test_cancelling_the_watcher_fails_pending_work_without_releasing_it() -> None:
     """On cancel, pending completions fail with LifecycleError and are not released."""
     events = ScriptedEvents()

@@ -3,7 +3,8 @@
 What a caller can get wrong about an ``out=`` array, a repeat count or an
 ``outputs=`` place is refused here, before any work is enqueued; :func:`uses_of`
 says which resident buffers a set of calls touches (and whether it writes them), and
-:func:`wait_quietly` waits out unfinished work whose failure belongs to someone else.
+:func:`wait_quietly` waits out unfinished work whose failure belongs to someone else,
+and :func:`wait_in_order` the work a new claim must follow.
 """
 
 from __future__ import annotations
@@ -84,3 +85,26 @@ async def wait_quietly(completion: Completion) -> None:
     # The failure belongs to that dispatch's own awaiter; here only the ordering matters.
     with contextlib.suppress(Exception):
         await completion.wait()
+
+
+def still_ahead(earlier: Completion) -> list[Completion]:
+    """The unfinished work a failed ``earlier`` was to start after.
+
+    Work that failed before it was enqueued (its enqueue failed, or its task was
+    cancelled while it waited) never waited for that work, so whoever waited for it
+    must wait for that work instead. Empty for work that finished in order.
+    """
+    after = earlier.after
+    if not after or earlier.error is None:
+        return []
+    return [work for work in after if not work.done]
+
+
+async def wait_in_order(waits: list[Completion]) -> None:
+    """Wait until the work in ``waits`` has finished, and for any of it that failed,
+    the work that one was to start after (see :func:`still_ahead`)."""
+    pending = list(waits)
+    while pending:
+        earlier = pending.pop()
+        await wait_quietly(earlier)
+        pending += still_ahead(earlier)

@@ -27,7 +27,7 @@ from ..errors import (
 from ..kernels import BoundCall, Kernel, Reference
 from ..logging import tracing_enabled
 from ..streams import Completion, PendingDispatch
-from ._checks import check_place, check_repeat_count, uses_of, wait_quietly
+from ._checks import check_place, check_repeat_count, uses_of, wait_in_order
 from ._config import DispatchConfig
 from ._core import BackendCore, OutputPlace, Outputs
 from ._interop import DL_CPU, is_foreign
@@ -404,8 +404,7 @@ class CpuBackend(BackendCore[np.ndarray]):
     ) -> None:
         error: BaseException | None = None
         try:
-            for earlier in waits:
-                await wait_quietly(earlier)
+            await wait_in_order(waits)
             start = time.perf_counter_ns()
             await anyio.to_thread.run_sync(work, limiter=self._limiter)
             completion.device_ns = time.perf_counter_ns() - start

@@ -22,7 +22,7 @@ from .._lifecycle import LifecycleState
 from ..errors import ValidationError
 from ..streams import Completion
 from ..telemetry import TelemetryCounters
-from ._checks import check_out, wait_quietly
+from ._checks import check_out, wait_in_order, wait_quietly
 from ._interop import host_view, is_foreign
 from ._resident import Exporter, ResidentBuffer, ResidentRegistry
 from ._sequence import ReadPlan, ReadRange, resolve_range
@@ -287,8 +287,7 @@ class ResidentMemory(ABC, Generic[S]):
         """
         completion = self._new_completion()
         try:
-            for earlier in self._registry.reserve(dict.fromkeys(buffers, False), completion):
-                await wait_quietly(earlier)
+            await wait_in_order(self._registry.reserve(dict.fromkeys(buffers, False), completion))
         except BaseException:
             completion.complete()
             raise

@@ -12,6 +12,12 @@ early can finish before the work it waited for), and its host writes copying in.
 Finished ones stop counting by themselves: a claim costs a few stores and its end
 costs nothing, since nothing has to be undone when work finishes. Finished ones are
 swept out by later claims.
+
+A claim returns the unfinished work the new work must start after, and leaves that
+list on the new work (``Completion.after``). If the new work then fails before it is
+enqueued (its enqueue fails, or its task is cancelled while it waits), work claimed
+behind it in the meantime waits for that list instead (see
+``backends._checks.still_ahead``): otherwise it would run beside the writer before.
 """
 
 from __future__ import annotations
@@ -316,8 +322,10 @@ class ResidentRegistry(Generic[S]):
                     else:
                         record.reads = reads = [r for r in reads if not r._done]
                 reads.append(completion)
-        if len(waits) > 1:
-            waits = list({id(w): w for w in waits}.values())
+        if waits:
+            if len(waits) > 1:
+                waits = list({id(w): w for w in waits}.values())
+            completion.after = waits  # for whoever waits for it, should it fail first
         return waits
 
     @staticmethod
@@ -342,7 +350,7 @@ class ResidentRegistry(Generic[S]):
     def users(self, buffer: ResidentBuffer) -> list[Completion]:
         """Every unfinished piece of work that reads or writes ``buffer``."""
         record = self._record(buffer)
-        users = [c for c in (*record.reads, *record.copies_in) if not c.done]
+        users = [c for c in (*record.reads, *record.displaced, *record.copies_in) if not c.done]
         if record.last_write is not None and not record.last_write.done:
             users.append(record.last_write)
         return users

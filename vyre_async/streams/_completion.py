@@ -45,9 +45,22 @@ class Completion:
     Attributes:
         device_ns: Device time of the work in nanoseconds, when it was measured.
         fence: The fence the work joined on a CUDA stream (``None`` elsewhere).
+        after: The earlier work this work was to start after, when it had to wait for
+            any (set by the resident registry's claim). Dropped when the work
+            succeeds; kept when it fails, since it may have failed before waiting for
+            them, and work that waited for it must then wait for those instead.
     """
 
-    __slots__ = ("_callbacks", "_done", "_error", "_source", "_waiters", "device_ns", "fence")
+    __slots__ = (
+        "_callbacks",
+        "_done",
+        "_error",
+        "_source",
+        "_waiters",
+        "after",
+        "device_ns",
+        "fence",
+    )
 
     def __init__(self, source: CompletionSource | None = None) -> None:
         self._done = False
@@ -59,6 +72,7 @@ class Completion:
         self._source = source
         self.device_ns: int | None = None
         self.fence: Any = None
+        self.after: list[Completion] | None = None
 
     @property
     def done(self) -> bool:
@@ -89,13 +103,20 @@ class Completion:
         (unless it had already failed); the callbacks and waiters still run.
 
         Args:
-            error: The work's failure, if it failed.
+            error: The work's failure, if it failed. A cancellation or interrupt (what
+                stopped the task enqueueing the work) is kept as a
+                :class:`DispatchError`: raised in the tasks waiting for the work, the
+                cancellation itself would cancel them.
             release: ``False`` skips the release hook: for work abandoned while the
                 device may still be using its memory (a stopped watcher).
         """
         if self._done:
             return
         self._done = True
+        if error is None:
+            self.after = None  # finished in order: nobody needs what it waited for
+        elif not isinstance(error, Exception):
+            error = _interrupted(error)
         self._error = error
         if release:
             try:
@@ -151,3 +172,12 @@ class Completion:
             await anyio.lowlevel.checkpoint()
         if self._error is not None:
             raise self._error
+
+
+def _interrupted(error: BaseException) -> DispatchError:
+    # Not chained: the cancellation's traceback would keep the cancelled task's frames.
+    return DispatchError(
+        f"the work was stopped before it was enqueued: the task enqueueing it was "
+        f"interrupted ({type(error).__name__})",
+        fix="submit it again from a task that is not cancelled while it enqueues.",
+    )

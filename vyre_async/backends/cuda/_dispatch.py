@@ -19,7 +19,7 @@ import numpy as np
 from ...errors import DispatchError
 from ...kernels import Kernel
 from ...streams import Completion
-from .._checks import check_place, wait_quietly
+from .._checks import check_place, still_ahead, wait_quietly
 from .._config import DispatchConfig
 from .._core import OutputPlace, Outputs
 from .._prepared_dispatch import PreparedDispatch
@@ -154,7 +154,7 @@ class CudaDispatch(CudaBase):
         records = launch.records
         waits = registry.claim(records, work) if records else NO_WAITS
         if waits and unrecorded(waits):
-            await self._await_unrecorded(work, waits, staging)
+            waits = await self._await_unrecorded(work, waits, staging)
             waited = True
         if waited and scalars != launch.raw_scalars:
             launch.set_scalars(scalars)  # another dispatch of this launch ran meanwhile
@@ -198,19 +198,31 @@ class CudaDispatch(CudaBase):
 
     async def _await_unrecorded(
         self, work: Work, waits: list[Completion], staging: Staging | None
-    ) -> None:
-        """Wait for earlier work not enqueued yet (it has no event to wait on)."""
+    ) -> list[Completion]:
+        """Wait for earlier work not enqueued yet (it has no event to wait on).
+
+        Returns:
+            The work to enqueue behind: ``waits``, and for any of it that failed
+            before it was enqueued, the work that one was to start after.
+        """
+        order = list(waits)
         try:
-            for earlier in waits:
+            index = 0
+            while index < len(order):
+                earlier = order[index]
+                index += 1
                 if earlier.fence is None and not earlier._done:
                     await wait_quietly(earlier)
                     self._check_healthy()
+                if earlier._done:
+                    order += [w for w in still_ahead(earlier) if w not in order]
         except BaseException as exc:
             if staging is not None:
                 work.host = staging
             work.keep = False
             work.complete(exc)
             raise
+        return order
 
     def _enqueue_dispatch(
         self,

@@ -46,7 +46,7 @@ class CudaParts(ABC):
     @abstractmethod
     async def _await_unrecorded(
         self, work: Work, waits: list[Completion], staging: Staging | None
-    ) -> None: ...
+    ) -> list[Completion]: ...
 
     @abstractmethod
     def _enqueue_dispatch(

@@ -130,7 +130,7 @@ class CudaSequences(CudaBase):
         records = self._resolved(prepared)
         waits = self._registry.claim(records, work)
         if waits:
-            await self._await_unrecorded(work, waits, None)
+            waits = await self._await_unrecorded(work, waits, None)
         self._enqueue_sequence(plan, loaded, work, prefix, repeat_count, waits, timing)
         return work
 
@@ -203,12 +203,12 @@ class CudaSequences(CudaBase):
         if loaded is None or any(w.fence is None and not w._done for w in waits):
 
             async def later() -> None:
-                nonlocal loaded
+                nonlocal loaded, waits
                 if loaded is None:
                     await self.load_kernels(*plan.kernels)
                     loaded = self._loaded_kernels(plan)
                 if waits:
-                    await self._await_unrecorded(work, waits, None)
+                    waits = await self._await_unrecorded(work, waits, None)
                 self._check_healthy()
                 self._enqueue_sequence(
                     plan, loaded, work, prefix, repeat_count, waits, config.timing

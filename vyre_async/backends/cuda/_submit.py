@@ -156,11 +156,12 @@ class CudaSubmit(CudaBase):
         config: DispatchConfig,
     ) -> None:
         async def later() -> None:
+            nonlocal waits
             staging = None
             if launch.plan is not None and launch.plan.total > INLINE_COPY_BYTES:
                 staging = await self._stage_in_thread(launch, inputs)
             if waits:
-                await self._await_unrecorded(work, waits, staging)
+                waits = await self._await_unrecorded(work, waits, staging)
             self._check_healthy()
             # The block holds whatever scalars the launch's last dispatch wrote.
             if scalars != launch.raw_scalars:

@@ -57,6 +57,7 @@ class Work(Completion):
         self._source = None
         self.device_ns = None
         self.fence = None
+        self.after = None
         self.backend = backend
         #: The outputs, copied out when the backend closed before they were collected.
         self.outputs: Any = None
@@ -102,6 +103,7 @@ class DispatchWork(Work):
         self._source = None
         self.device_ns = None
         self.fence = None
+        self.after = None
         self.backend = backend
         self.outputs = None
         self.timing = None
