@@ -48,6 +48,16 @@ def write_job(folder: Path, graph_file: Path, sources: Any, backend: str, name: 
     return path
 
 
+def reach_job(
+    folder: Path, graph: Any, items: int, backend: str, name: str
+) -> tuple[Path, list[int], Path]:
+    """``graph`` saved in ``folder``, ``items`` random sources and a job of their reach
+    counts: (graph file, sources, job file)."""
+    graph_file = save_npz(graph, folder / "graph.npz")
+    sources = np.random.default_rng(5).integers(0, graph.num_vertices, items).tolist()
+    return graph_file, sources, write_job(folder, graph_file, sources, backend, name)
+
+
 async def direct(graph_file: Path, sources: list[int], backend: str) -> tuple[float, float, Any]:
     """``bfs_many`` end to end: (total seconds, bfs_many seconds, counts)."""
     t0 = time.perf_counter()
@@ -73,9 +83,7 @@ async def through_runner(job: Path, out: Path) -> float:
 def overhead(folder: Path, args: argparse.Namespace) -> dict[str, Any]:
     """(a): runner vs direct bfs_many on the same items."""
     graph = rmat(args.scale, 8, seed=1)
-    graph_file = save_npz(graph, folder / "graph.npz")
-    sources = np.random.default_rng(5).integers(0, graph.num_vertices, args.items).tolist()
-    job = write_job(folder, graph_file, sources, args.backend, "overhead")
+    graph_file, sources, job = reach_job(folder, graph, args.items, args.backend, "overhead")
     anyio.run(direct, graph_file, sources[:2048], args.backend)  # warm: kernels, caches
     runner_s, direct_s, bare_s = [], [], []
     for i in range(args.repeats):

@@ -26,14 +26,13 @@ from typing import Any
 
 import anyio
 import anyio.to_thread
-import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
 
 import jobs as bench_jobs
 
 import vyre_async as va
-from vyre_async.graphs import rmat, save_npz
+from vyre_async.graphs import rmat
 from vyre_async.sessions import ResidentGraphSession
 
 _start = [0.0]
@@ -85,10 +84,9 @@ def main() -> None:
     _trace()
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        graph = rmat(10, 8, seed=1)
-        graph_file = save_npz(graph, folder / "graph.npz")
-        sources = np.random.default_rng(5).integers(0, graph.num_vertices, args.items).tolist()
-        job = bench_jobs.write_job(folder, graph_file, sources, args.backend, "timeline")
+        _, _, job = bench_jobs.reach_job(
+            folder, rmat(10, 8, seed=1), args.items, args.backend, "timeline"
+        )
         anyio.run(bench_jobs.through_runner, job, folder / "warm-up")
         _threads.clear()
         _idle.clear()

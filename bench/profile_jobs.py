@@ -17,14 +17,13 @@ import tempfile
 from pathlib import Path
 
 import anyio
-import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
 
 import jobs as bench_jobs
 
 import vyre_async as va
-from vyre_async.graphs import rmat, save_npz
+from vyre_async.graphs import rmat
 
 
 def main() -> None:
@@ -37,10 +36,9 @@ def main() -> None:
     va.configure_logging(level="warning")
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        graph = rmat(10, 8, seed=1)
-        graph_file = save_npz(graph, folder / "graph.npz")
-        sources = np.random.default_rng(5).integers(0, graph.num_vertices, args.items).tolist()
-        job = bench_jobs.write_job(folder, graph_file, sources, args.backend, "profile")
+        graph_file, sources, job = bench_jobs.reach_job(
+            folder, rmat(10, 8, seed=1), args.items, args.backend, "profile"
+        )
         anyio.run(bench_jobs.direct, graph_file, sources[:2048], args.backend)  # warm
         for name, call in (
             ("runner", lambda: anyio.run(bench_jobs.through_runner, job, folder / "out")),

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import contextlib
 import math
 import os
-import tempfile
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -13,7 +11,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from .._files import open_regular
+from .._files import open_regular, replace_atomically
 from .._memory import check_host_memory
 from ..errors import ValidationError
 from ._csr import CsrGraph
@@ -36,7 +34,7 @@ def save_npz(graph: CsrGraph, path: StrPath) -> Path:
 
     Args:
         graph: The graph.
-        path: Destination file; its directory must exist.
+        path: Destination file; its folder is made if missing.
 
     Returns:
         The path written.
@@ -46,17 +44,7 @@ def save_npz(graph: CsrGraph, path: StrPath) -> Path:
     if graph.weights is not None:
         arrays["weights"] = graph.weights
     arrays["symmetric"] = np.array(graph.symmetric)
-    fd, temp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as file:
-            np.savez(file, allow_pickle=False, **arrays)
-            file.flush()
-            os.fsync(file.fileno())
-        os.replace(temp, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temp)
-        raise
+    replace_atomically(target, lambda file: np.savez(file, allow_pickle=False, **arrays))
     return target
 
 
