@@ -68,7 +68,8 @@ _CLOCK_AFTER_POLLS = 16
 _CLOCK_EVERY = 8
 #: Events kept per lane for its next fences.
 SPARE_EVENTS = 8
-#: Waiting tasks remembered beyond which finished ones are swept out.
+#: Waiting tasks remembered beyond which finished ones are swept out; after a sweep
+#: the next comes at twice the tasks still waiting, so a sweep costs O(1) a wait.
 _CANDIDATES_SWEEP = 64
 
 
@@ -198,6 +199,7 @@ class CompletionWatcher:
         self._role: _Role | Spot | None = None
         # (spot, work) of tasks waiting while another polls: the role is handed to them.
         self._candidates: deque[tuple[Spot, Completion]] = deque()
+        self._sweep_at = _CANDIDATES_SWEEP
         self._wake = anyio.Event()
         self._idle: anyio.Event | None = None
         self._nap: anyio.CancelScope | None = None
@@ -349,8 +351,9 @@ class CompletionWatcher:
                 continue
             spot = work._add_waiter(self._new_spot)
             candidates = self._candidates
-            if len(candidates) > _CANDIDATES_SWEEP:
+            if len(candidates) > self._sweep_at:
                 self._candidates = candidates = deque(c for c in candidates if not c[1]._done)
+                self._sweep_at = max(_CANDIDATES_SWEEP, 2 * len(candidates))
             candidate = (spot, work)
             candidates.append(candidate)
             try:
