@@ -467,12 +467,16 @@ def test_resume_of_a_folder_that_does_not_exist_or_holds_no_job_is_refused(
 def test_resume_of_a_complete_job_keeps_its_summary_and_says_so(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """A complete job resumed: exit 0, 'already complete', summary.json byte for byte kept."""
+    """A complete job resumed: exit 0, 'already complete' and no rate of nothing,
+    summary.json byte for byte kept."""
     job, out = _completed(tmp_path, capsys)
     before = (out / "summary.json").read_bytes()
     code, text, err = _run(capsys, str(job), "--resume")
     assert code == 0, err
     assert "already complete" in text
+    assert "0 items this run (65 committed before)" in text
+    assert "nothing ran on" in text
+    assert "items/s" not in text
     assert (out / "summary.json").read_bytes() == before
     assert json.loads(before)["items_this_run"] == 65
 

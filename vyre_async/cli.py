@@ -144,10 +144,11 @@ def _validate(files: list[str]) -> int:
 
 def _print_summary(summary: JobSummary, args: argparse.Namespace) -> None:
     print(f"job {summary.job!r}: {summary.status}: {summary.message}")
+    rate = f"{summary.items_per_s:,.0f} items/s" if summary.items_this_run else "nothing ran"
     print(
         f"  {summary.items_this_run} items this run ({summary.items_skipped} committed "
         f"before), {summary.items_failed} failed in all, {summary.seconds:.2f} s, "
-        f"{summary.items_per_s:,.0f} items/s on {summary.backend} ({summary.device})"
+        f"{rate} on {summary.backend} ({summary.device})"
     )
     print(f"  summary: {summary.output}/summary.json")
     if summary.status == "interrupted":
