@@ -627,6 +627,38 @@ async def test_a_waiting_task_hands_over_to_the_watcher_after_the_spin_budget() 
     assert watcher.in_flight == 0
 
 
+async def test_after_a_task_spun_out_the_watcher_backs_off_without_spinning_again() -> None:
+    """The task spent the spin budget: the watcher's first poll already sleeps.
+
+    A second budget of spinning would only burn as much CPU again on long work.
+    """
+    events = ScriptedEvents()
+    clock = HandClock()
+    waits: list[float] = []  # every wait the watcher's back-off chose
+    watcher = make_watcher(
+        events, spin_s=1e-3, few_spin_s=1e-3, follow_spin_s=1e-3, precise_nap_s=0.0, clock=clock
+    )
+
+    class RecordingBackoff(Backoff):
+        def next_wait(self, now: float, spin_s: float | None = None) -> float:
+            wait = super().next_wait(now, spin_s)
+            waits.append(wait)
+            return wait
+
+    watcher._backoff = RecordingBackoff(spin_s=1e-3, min_sleep_s=20e-6, max_sleep_s=1e-3)
+    async with running(watcher), anyio.create_task_group() as tg:
+        work = Completion()
+        watcher.add(watcher.lane("s", "stream-s"), work)
+        tg.start_soon(finished, work)
+        await wait_for(lambda: len(events.queried) >= 20)  # the task spins from clock 0
+        clock.now = 1.2e-3
+        await wait_for(lambda: bool(waits))
+        events.finish(event_of(work))
+    assert work.done
+    # 1.2 ms after the task began to spin: an eighth of that, not a yield.
+    assert waits[0] == pytest.approx(150e-6)
+
+
 @pytest.mark.parametrize("anyio_backend", [MOCK])
 async def test_a_spinning_task_hands_over_after_bounded_polls_on_a_mock_clock() -> None:
     """A mock clock never moves while a task spins: a poll count ends the spin too."""

@@ -17,7 +17,8 @@ Who polls:
   submitted and not yet awaited, work whose poller ran out of its spin budget
   (long kernels), and work whose waiter was cancelled. It spins on checkpoints for a
   short budget after each registration or completion, then sleeps in steps growing
-  from ``min_sleep_s`` to ``max_sleep_s``, so a long kernel keeps no core busy.
+  from ``min_sleep_s`` to ``max_sleep_s``, so a long kernel keeps no core busy. Taking
+  over from a task that spun out, it goes straight to sleeping: the budget is spent.
 
 Clocks come from the event loop (``anyio.current_time``) unless one is injected, so
 a mock clock drives the back-off; a spin budget also ends after a bounded number of
@@ -341,7 +342,10 @@ class CompletionWatcher:
                     else:  # nobody waits, nothing pending: nothing to hand on
                         self._role = None
                     return
-                self._to_watcher()  # long work: the watcher backs off, a task would spin
+                # Long work: the watcher backs off where this task's spin ended (a
+                # second spin budget would only burn as much CPU again).
+                read_clock = polls >= _CLOCK_AFTER_POLLS  # else spun out by poll count
+                self._to_watcher(deadline - self._follow_spin_s if read_clock else None)
                 spot = work._add_waiter(self._new_spot)
                 try:
                     await sleep_on(spot)
@@ -389,9 +393,10 @@ class CompletionWatcher:
         if self._busy:
             self._to_watcher()
 
-    def _to_watcher(self) -> None:
+    def _to_watcher(self, since: float | None = None) -> None:
+        """Make the watcher the poller; its back-off counts from ``since`` (default now)."""
         self._role = _WATCHER
-        self._backoff.reset(self._now())
+        self._backoff.reset(self._now() if since is None else since)
         self._wake_watcher()
 
     def _wake_watcher(self) -> None:
