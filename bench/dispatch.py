@@ -14,13 +14,21 @@ inputs drawn from a seeded generator (never zeros):
 (d2) ``await prepared(...)`` (``backend.prepare`` on resident inputs)
 (e)  64 tasks, each awaiting 300 resident dispatches on its own buffers: dispatches/s
 (e2) the same 64-task structure with the CuPy poll loop of (b2), each task its stream
+(e0) the floor of (e): the same 64 tasks, each launching with a pre-packed
+     cuda-bindings ``cuLaunchKernel`` on its own buffers and parking on an asyncio
+     future, one poller task recording an event per stream each loop turn and
+     setting the futures of the work it saw finish; no buffer tracking, validation
+     or error handling (what any design on asyncio and cuda-bindings pays at least)
+(e0n) (e0) with the launch call left out: the event loop's share of the floor
 (f)  process CPU time while awaiting one ~200 ms kernel, ours and (f2) the poll loop's
 
 Latencies are per-iteration wall times (``perf_counter_ns``) whose end is the host
 seeing the work finished. The host's speed drifts within a process, so the latency
 variants run interleaved: ``ROUNDS`` rounds, each running every variant (in a
 rotated order) for ``ITERS / ROUNDS`` iterations after a short warm-up; medians are
-over all rounds. (e) and (e2) alternate the same way, as do (f) and (f2). Every
+over all rounds. (e), (e2), (e0) and (e0n) alternate the same way, as do (f) and
+(f2). The per-dispatch time of (e) is split into the loop (e0n), the launch call
+(e0 - e0n) and the library's own work (e - e0). Every
 variant's result is checked against the float64 model before it is timed. Targets
 (ratios within this run): (d) <= 1.0x (b2) and <= 2.0x (a); (d2) <= 1.5x (a);
 (c) <= 1.0x (b); (e) >= 1.5x (e2) and >= 60,000/s; (f) < 10% of a core.
@@ -32,6 +40,7 @@ Usage: ``python bench/dispatch.py --out bench/results/dispatch-<gpu>.json
 from __future__ import annotations
 
 import argparse
+import asyncio
 import cProfile
 import ctypes
 import datetime
@@ -42,7 +51,9 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Awaitable, Callable
+import types
+from collections import deque
+from collections.abc import Awaitable, Callable, Coroutine, Generator
 from typing import Any
 
 import anyio
@@ -220,6 +231,124 @@ class CupyPeer:
         return (time.process_time() - cpu0) / (time.perf_counter() - wall0)
 
 
+_NO_ERROR = (0,)
+
+
+def _skip_launch(*_: Any) -> tuple[int]:
+    """(e0n)'s stand-in for ``cuLaunchKernel``: returns success, launches nothing."""
+    return _NO_ERROR
+
+
+@types.coroutine
+def _yield_to_the_loop() -> Generator[None, None, None]:
+    yield  # what asyncio.sleep(0) does underneath
+
+
+class FloorModel:
+    """(e0) and (e0n): the (e) structure with nothing but the launch, a park and a poll.
+
+    Each task has its own buffers and launch parameters; tasks share ``streams``
+    streams round-robin, as the backend's dispatches share its lanes.
+    """
+
+    def __init__(self, raw: RawDriver, x: np.ndarray, y: np.ndarray, streams: int) -> None:
+        cu = self.cu = raw.cu
+        self.raw, self.x, self.y = raw, x, y
+        flags = int(cu.CUstream_flags.CU_STREAM_NON_BLOCKING)
+        self.streams = [raw.ok(cu.cuStreamCreate(flags)) for _ in range(streams)]
+        self.events: list[Any] = []  # spare events
+        self.head = (raw.function, *raw.shape.grid, *raw.shape.block, 0)
+        self.buffers: list[tuple[int, int]] = []
+        self.slots: list[Any] = []  # the parameter blocks, kept alive
+        self.addresses: list[int] = []
+        for _ in range(TASKS):
+            dx, dy = int(raw.ok(cu.cuMemAlloc(x.nbytes))), int(raw.ok(cu.cuMemAlloc(y.nbytes)))
+            values: list[ctypes._SimpleCData[Any]] = [
+                ctypes.c_uint64(dx),
+                ctypes.c_uint64(dy),
+                ctypes.c_float(1.0),
+                ctypes.c_int32(N),
+            ]
+            params = (ctypes.c_void_p * 4)(*[ctypes.addressof(v) for v in values])
+            self.buffers.append((dx, dy))
+            self.slots.append((values, params))
+            self.addresses.append(ctypes.addressof(params))
+        for dx, dy in self.buffers:
+            raw.ok(cu.cuMemcpyHtoD(dx, x.ctypes.data, x.nbytes))
+            raw.ok(cu.cuMemcpyHtoD(dy, y.ctypes.data, y.nbytes))
+
+    async def check(self) -> None:
+        """One dispatch per task, then the first and last task's ``y`` against the model."""
+        await self.rate_round(launch=True, per_task=1)
+        for index in (0, TASKS - 1):
+            got = np.empty_like(self.y)
+            self.raw.ok(self.cu.cuMemcpyDtoH(got.ctypes.data, self.buffers[index][1], got.nbytes))
+            check("(e0)", got, model(1.0, self.x, self.y))
+
+    async def rate_round(self, launch: bool, per_task: int = PER_TASK) -> float:
+        """Dispatches/s of TASKS tasks each awaiting ``per_task`` launches."""
+        cu, raw, loop = self.cu, self.raw, asyncio.get_running_loop()
+        launch_kernel = cu.cuLaunchKernel if launch else _skip_launch
+        head, streams, spare = self.head, self.streams, self.events
+        not_ready = raw.not_ready
+        this_turn: list[asyncio.Future[None]] = []
+        sealed: deque[tuple[list[Any], list[asyncio.Future[None]]]] = deque()
+        tasks_done = False
+
+        async def poller() -> None:
+            while not tasks_done or this_turn or sealed:
+                await _yield_to_the_loop()
+                if this_turn:  # seal the turn's work: one event per stream
+                    events = [spare.pop() if spare else self.new_event() for _ in streams]
+                    for event, stream in zip(events, streams, strict=True):
+                        raw.ok(cu.cuEventRecord(event, stream))
+                    sealed.append((events, this_turn[:]))
+                    this_turn.clear()
+                while sealed:  # finish what the device has finished, oldest first
+                    events, futures = sealed[0]
+                    if any(int(cu.cuEventQuery(e)[0]) == not_ready for e in events):
+                        break
+                    sealed.popleft()
+                    spare.extend(events)
+                    for future in futures:
+                        future.set_result(None)
+
+        async def task(index: int) -> None:
+            stream, address = streams[index % len(streams)], self.addresses[index]
+            for _ in range(per_task):
+                if launch_kernel(*head, stream, address, 0)[0]:
+                    raise RuntimeError("cuLaunchKernel failed")
+                future = loop.create_future()
+                this_turn.append(future)
+                await future
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(poller)
+            start = time.perf_counter()
+            async with anyio.create_task_group() as workers:
+                for index in range(TASKS):
+                    workers.start_soon(task, index)
+            elapsed = time.perf_counter() - start
+            tasks_done = True
+        return TASKS * per_task / elapsed
+
+    def new_event(self) -> Any:
+        cu = self.cu
+        return self.raw.ok(cu.cuEventCreate(int(cu.CUevent_flags.CU_EVENT_DISABLE_TIMING)))
+
+    def close(self) -> None:
+        cu, ok = self.cu, self.raw.ok
+        for stream in self.streams:
+            ok(cu.cuStreamSynchronize(stream))
+        for dx, dy in self.buffers:
+            ok(cu.cuMemFree(dx))
+            ok(cu.cuMemFree(dy))
+        for event in self.events:
+            ok(cu.cuEventDestroy(event))
+        for stream in self.streams:
+            ok(cu.cuStreamDestroy(stream))
+
+
 def awaitable(body: Callable[[], None]) -> Callable[[], Awaitable[None]]:
     """A synchronous variant as an async one, so every variant is timed alike."""
 
@@ -229,7 +358,7 @@ def awaitable(body: Callable[[], None]) -> Callable[[], Awaitable[None]]:
     return run
 
 
-async def rate_of(task: Callable[[int], Awaitable[None]]) -> float:
+async def rate_of(task: Callable[[int], Coroutine[Any, Any, None]]) -> float:
     """Dispatches per second of TASKS concurrent tasks of PER_TASK awaited dispatches."""
     start = time.perf_counter()
     async with anyio.create_task_group() as tg:
@@ -312,7 +441,6 @@ async def run_all(x: np.ndarray, y: np.ndarray, profile: bool) -> dict[str, Any]
             got["profile_d"] = profile_text(profiler, 30)
         await backend.free(xb)
         await backend.free(yb)
-        raw.close()
 
         buffers = [(await backend.upload(x), await backend.upload(y)) for _ in range(TASKS)]
 
@@ -322,19 +450,27 @@ async def run_all(x: np.ndarray, y: np.ndarray, profile: bool) -> dict[str, Any]
                 await backend.dispatch(axpy, {"x": xi, "y": yi}, a=1.0)
 
         lanes = peer.lanes()
-        await rate_of(ours)  # warm-up of both
-        await peer.rate_round(lanes)
-        e, e2 = [], []
+        floor = FloorModel(raw, x, y, streams=len(backend._lanes))  # type: ignore[attr-defined]
+        await floor.check()
+        rounds: dict[str, Callable[[], Awaitable[float]]] = {
+            "e": lambda: rate_of(ours),
+            "e2": lambda: peer.rate_round(lanes),
+            "e0": lambda: floor.rate_round(launch=True),
+            "e0n": lambda: floor.rate_round(launch=False),
+        }
+        for measure in rounds.values():  # warm-up of each
+            await measure()
+        rates: dict[str, list[float]] = {name: [] for name in rounds}
         queries, fences = watcher.queries, watcher.fences
         for _ in range(RATE_ROUNDS):
-            e.append(await rate_of(ours))
-            e2.append(await peer.rate_round(lanes))
+            for name, measure in rounds.items():
+                rates[name].append(await measure())
         dispatches = RATE_ROUNDS * TASKS * PER_TASK
         got["looks_per_dispatch"]["e"] = {
             "queries": (watcher.queries - queries) / dispatches,
             "fences": (watcher.fences - fences) / dispatches,
         }
-        got["e"], got["e2"] = e, e2
+        got["rates"] = rates
         if profile:
             profiler = cProfile.Profile()
             profiler.enable()
@@ -344,6 +480,8 @@ async def run_all(x: np.ndarray, y: np.ndarray, profile: bool) -> dict[str, Any]
         for xi, yi in buffers:
             await backend.free(xi)
             await backend.free(yi)
+        floor.close()
+        raw.close()
 
         # (f): calibrate the spin kernel to ~200 ms with timing events, then measure.
         small = np.ones(32, np.float32)
@@ -404,7 +542,16 @@ def main() -> None:
         name: [round(statistics.median(s[i::ROUNDS]) / 1e3, 2) for i in range(ROUNDS)]
         for name, s in got["samples"].items()
     }
-    e, e2 = statistics.median(got["e"]), statistics.median(got["e2"])
+    rate = {name: statistics.median(each) for name, each in got["rates"].items()}
+    e, e2 = rate["e"], rate["e2"]
+    # Microseconds of one (e) dispatch: the loop, the launch call, the library's own work.
+    per_dispatch_us = {name: 1e6 / value for name, value in rate.items()}
+    split_us = {
+        "loop": per_dispatch_us["e0n"],
+        "launch_call": per_dispatch_us["e0"] - per_dispatch_us["e0n"],
+        "library": per_dispatch_us["e"] - per_dispatch_us["e0"],
+        "e_at_1.5x_e2": per_dispatch_us["e2"] / 1.5,
+    }
     f, f2 = statistics.median(got["f"]), statistics.median(got["f2"])
     ratios = {
         "d_over_b2": us["d"] / us["b2"],
@@ -438,7 +585,9 @@ def main() -> None:
         "dispatches_per_task": PER_TASK,
         "medians_us": us,
         "round_medians_us": spread,
-        "rates_per_s": {"e": got["e"], "e2": got["e2"], "e_median": e, "e2_median": e2},
+        "rates_per_s": {**got["rates"], **{f"{name}_median": v for name, v in rate.items()}},
+        "e_per_dispatch_us": per_dispatch_us,
+        "e_split_us": split_us,
         "cpu_share_of_one_core": {"f": got["f"], "f2": got["f2"], "f_median": f, "f2_median": f2},
         "f_kernel_wall_s": got["f_kernel_s"],
         "ratios": ratios,
@@ -464,11 +613,21 @@ def main() -> None:
     ]
     for title, key in rows:
         print(f"{title:<44} {us[key]:7.1f} us   rounds {spread[key]}")
-    for title, rate, each in (
-        ("(e) 64 tasks x 300 resident dispatches", e, got["e"]),
-        ("(e2) the same with the CuPy poll loop", e2, got["e2"]),
+    for title, key in (
+        ("(e) 64 tasks x 300 resident dispatches", "e"),
+        ("(e2) the same with the CuPy poll loop", "e2"),
+        ("(e0) the floor: launch, park, one poller", "e0"),
+        ("(e0n) the floor without the launch call", "e0n"),
     ):
-        print(f"{title:<44} {rate:9,.0f} /s  rounds {[round(r) for r in each]}")
+        each = got["rates"][key]
+        print(f"{title:<44} {rate[key]:9,.0f} /s  rounds {[round(r) for r in each]}")
+    for title, key in (
+        ("(e) per dispatch: the event loop (e0n)", "loop"),
+        ("(e) per dispatch: the launch call (e0-e0n)", "launch_call"),
+        ("(e) per dispatch: the library (e-e0)", "library"),
+        ("(e) per dispatch at 1.5x (e2)", "e_at_1.5x_e2"),
+    ):
+        print(f"{title:<44} {split_us[key]:7.2f} us")
     print(f"{'(f) CPU awaiting a 200 ms kernel':<44} {100 * f:7.1f} % of a core")
     print(f"{'(f2) the same, CuPy poll loop':<44} {100 * f2:7.1f} % of a core")
     for name, looks in got["looks_per_dispatch"].items():
