@@ -6,8 +6,8 @@ Three kinds of task share one task group::
                                              target.run: bfs_many / pagerank
 
 The producer cuts the job's items into blocks (skipping committed ones); each
-worker runs a block with a timeout and bounded retries on the job's target (a
-local session's dynamic batcher, or Ray actors; see :mod:`._targets`); the
+worker runs a block with a timeout and bounded retries (:mod:`._attempts`) on the
+job's target (a local session's dynamic batcher, or Ray actors; see :mod:`._targets`); the
 committer gathers records into chunks and commits them through the
 :class:`ResultStore`. Both streams are bounded, so a job holds a few blocks of items
 and one chunk of records however many items it has.
@@ -50,9 +50,9 @@ from ..errors import (
 from ..graphs import CsrGraph
 from ..logging import JsonLogFile, get_logger
 from ..telemetry import MetricFamily
+from ._attempts import BlockAttempts
 from ._committer import Committer, Outcomes
-from ._count_records import RecordPart
-from ._execute import BlockExecutor, array_records, count_records, execute_block
+from ._execute import BlockExecutor, execute_block
 from ._executors import Executor, LocalExecutor, executor_for
 from ._graph_prep import prepare_job_graph
 from ._graph_source import job_fingerprint, resolve_sources
@@ -67,12 +67,11 @@ from ._items import (
 from ._metrics import JobMetrics, job_families, refresh_periodically
 from ._preflight import backend_unavailable_reason, check_job
 from ._progress import Progress
-from ._records import ItemRecord, Manifest
-from ._retry import retry_delay
-from ._signals import exit_code, exiting_at_once_on_signals, noting_signals
+from ._records import Manifest
+from ._signals import exit_code, exiting_at_once_on_signals, next_signal, noting_signals
 from ._spec import JobSpec
 from ._store import LOG_FILE, ResultStore
-from ._summary import JobSummary
+from ._summary import EXIT_OK, JobSummary, Status, how_it_ended
 from ._targets import BlockTarget, LocalTarget
 from ._warmup import ContextWarmup
 
@@ -80,14 +79,8 @@ _log = get_logger("vyre_async.jobs")
 
 #: Blocks of records that may wait for the committer.
 RECORD_QUEUE_BLOCKS = 4
-#: Exit codes: success, a failed job, a bad job file (the CLI's); signals: see _signals.
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 #: Seconds past ``drain_timeout_s`` before a drain stuck in threads is cut short.
 DRAIN_GRACE_S = 0.5
-#: Seconds between looks for a signal while items run.
-SIGNAL_POLL_S = 0.05
-#: Error codes of failures that are not VyreErrors.
-TIMEOUT_CODE, UNEXPECTED_CODE = 0, 1
 
 
 class JobRunner(Lifecycle):
@@ -145,7 +138,6 @@ class JobRunner(Lifecycle):
         self._execute = execute
         self._handle_signals = handle_signals
         self._progress_stream = progress_stream
-        self._retry_rng = retry_rng if retry_rng is not None else np.random.default_rng()
         self._metrics = metrics
         self._live_target: LocalTarget | None = None
         self._live_families: list[MetricFamily] = []
@@ -166,7 +158,6 @@ class JobRunner(Lifecycle):
         self._drain_deadline = float("inf")
         self._generation_scope: anyio.CancelScope | None = None
         self._lost: BaseException | None = None
-        self._retries = 0
         self._reopens = 0
         self._backend_name = ("", "")
         self._telemetry: dict[str, Any] | None = None
@@ -174,6 +165,11 @@ class JobRunner(Lifecycle):
         self._executor: Executor = LocalExecutor()
         self._connection: Any = None  # what the executor connected (Ray: the cluster)
         self._warmup: ContextWarmup | None = None
+        self._attempts = BlockAttempts(
+            spec,
+            retry_rng if retry_rng is not None else np.random.default_rng(),
+            lambda: self._lost is not None,
+        )
 
     async def run(self) -> JobSummary:
         """Run the job to completion, a stop (signal, failures) or a fatal error.
@@ -423,7 +419,7 @@ class JobRunner(Lifecycle):
                 items_committed=progress.skipped + progress.done,
                 items_done=progress.done,
                 items_failed=progress.failed,
-                retries=self._retries,
+                retries=self._attempts.retries,
                 reopens=self._reopens,
             ),
             *self._metric_families_of_target(),
@@ -474,7 +470,7 @@ class JobRunner(Lifecycle):
                 if self._stopping:
                     continue  # stays pending: not committed, so a resume runs it
                 try:
-                    done = await self._run_block(target, block, store)
+                    done = await self._attempts.run(target, block, store)
                 except DeviceLostError as exc:
                     self._lose(exc)
                     return
@@ -491,74 +487,6 @@ class JobRunner(Lifecycle):
             self._lost = exc
         if self._generation_scope is not None:
             self._generation_scope.cancel()
-
-    async def _run_block(
-        self, target: BlockTarget, block: ItemBlock, store: ResultStore
-    ) -> Outcomes:
-        """Run a block with timeout and retries; its records and how many failed."""
-        limits = self._spec.limits
-        workload = self._spec.workload[block.workload]
-        attempts = 0
-        while True:
-            attempts += 1
-            started = time.perf_counter()
-            try:
-                with anyio.fail_after(limits.item_timeout_s):
-                    result = await target.run(workload, block.sources)
-            except Exception as exc:
-                if isinstance(exc, DeviceLostError) or self._lost is not None:
-                    raise
-                retryable = isinstance(exc, TimeoutError) or (
-                    isinstance(exc, VyreError) and exc.retryable
-                )
-                if retryable and attempts <= limits.retries:
-                    self._retries += 1
-                    _log.info(
-                        "block_retry",
-                        first_item=int(block.ids[0]),
-                        items=len(block),
-                        attempt=attempts,
-                        error=_reason(exc, limits.item_timeout_s),
-                    )
-                    await anyio.sleep(retry_delay(limits, attempts, self._retry_rng))
-                    continue
-                if len(block) > 1:
-                    # Find the items at fault: each of the block's items on its own.
-                    done: list[RecordPart] = []
-                    failed = 0
-                    for single in block.split():
-                        records, failures = await self._run_block(target, single, store)
-                        done += records
-                        failed += failures
-                    return done, failed
-                return [self._failed(block, exc, attempts)], 1
-            run_ms = round((time.perf_counter() - started) * 1000, 3)
-            if result.counts is not None:
-                return count_records(block, workload, result.counts, attempts, run_ms), 0
-            records = await anyio.to_thread.run_sync(
-                array_records, store, block, workload, result, attempts, run_ms
-            )
-            return records, 0
-
-    def _failed(self, block: ItemBlock, exc: Exception, attempts: int) -> ItemRecord:
-        workload = self._spec.workload[block.workload]
-        if isinstance(exc, TimeoutError):
-            code = TIMEOUT_CODE
-        else:
-            code = exc.code if isinstance(exc, VyreError) else UNEXPECTED_CODE
-        reason = _reason(exc, self._spec.limits.item_timeout_s)
-        item = int(block.ids[0])
-        _log.warning("item_failed", item=item, attempts=attempts, error=reason, code=code)
-        return ItemRecord(
-            id=item,
-            workload=block.workload,
-            kind=workload.kind,
-            source=int(block.sources[0]) if block.sources.size else None,
-            ok=False,
-            error=reason,
-            error_code=code,
-            attempts=attempts,
-        )
 
     def _check_failures(self, failed: int) -> None:
         limit = self._spec.limits.max_failed_items
@@ -583,14 +511,14 @@ class JobRunner(Lifecycle):
         still waiting on threads, which cannot be cancelled): commit what is done, exit.
 
         The handler only notes the signal and this task looks every
-        :data:`SIGNAL_POLL_S`: a handler swapped in for the end-at-once one and back,
+        :data:`~._signals.SIGNAL_POLL_S`: a handler swapped in for the end-at-once one and back,
         with no moment under the default action (asyncio's own signal handling puts
         the defaults back when it stops), and nothing done inside a signal handler
         that an event loop does not allow there.
         """
         received: deque[int] = deque()
         with noting_signals(received.append):
-            signum = await _next_signal(received)
+            signum = await next_signal(received)
             self._signal = signum
             name = signal.Signals(signum).name
             _log.warning(
@@ -601,7 +529,7 @@ class JobRunner(Lifecycle):
             )
             self._stop("interrupted", f"interrupted by {name}")
             with anyio.move_on_after(self._spec.limits.drain_timeout_s + DRAIN_GRACE_S):
-                signum = await _next_signal(received)
+                signum = await next_signal(received)
                 # Everything committed is already durable; whatever is half written
                 # is a temp file or the last run's uncommitted file that resume removes.
                 _log.error(
@@ -645,29 +573,15 @@ class JobRunner(Lifecycle):
         if complete and not manifest.complete:
             await anyio.to_thread.run_sync(store.finish)
             manifest = store.manifest
-        status: Literal["complete", "interrupted", "failed"]
-        if self._stop_status == "interrupted" and not complete:
-            status = "interrupted"
-            code = exit_code(self._signal or signal.SIGINT)
-            message = (
-                f"{self._stop_message}: {manifest.committed} of {self._total} items "
-                "committed; resume with --resume"
-            )
-        elif self._stop_status == "failed":
-            status, code = "failed", EXIT_FAILED
-            message = f"job stopped: {self._stop_message}"
-        elif not complete:  # every block was run, yet not every item committed
-            status, code = "failed", EXIT_FAILED
-            message = (
-                f"only {manifest.committed} of {self._total} items were committed; "
-                "resume with --resume to run the rest"
-            )
-        else:
-            status, code = "complete", EXIT_OK
-            message = (
-                f"{manifest.committed} items ({manifest.failed} failed) committed to "
-                f"{self._folder / 'chunks'}"
-            )
+        status, code, message = how_it_ended(
+            committed=manifest.committed,
+            total=self._total,
+            failed=manifest.failed,
+            stopped=self._stop_status,
+            stop_message=self._stop_message,
+            signum=self._signal,
+            chunks=self._folder / "chunks",
+        )
         summary = self._summary(
             status=status,
             code=code,
@@ -683,7 +597,7 @@ class JobRunner(Lifecycle):
     def _summary(
         self,
         *,
-        status: Literal["complete", "interrupted", "failed"],
+        status: Status,
         code: int,
         message: str,
         manifest: Manifest,
@@ -707,7 +621,7 @@ class JobRunner(Lifecycle):
             items_this_run=done,
             items_skipped=skipped,
             items_failed=manifest.failed,
-            retries=self._retries,
+            retries=self._attempts.retries,
             reopens=self._reopens,
             seconds=round(seconds, 3),
             items_per_s=round(done / max(seconds, 1e-9), 1),
@@ -716,24 +630,8 @@ class JobRunner(Lifecycle):
         )
 
 
-async def _next_signal(received: deque[int]) -> int:
-    """Wait until a signal is noted; take it."""
-    # A signal handler may not set an Event (see _watch_signals), so look regularly.
-    while not received:  # noqa: ASYNC110 - nothing can wake an Event from a signal handler
-        await anyio.sleep(SIGNAL_POLL_S)
-    return received.popleft()
-
-
 def _log_finished(summary: JobSummary) -> None:
     fields = msgspec.to_builtins(summary)
     for bulky in ("telemetry", "batches"):  # in summary.json; too long for a line
         fields.pop(bulky)
     _log.info("job_finished", **fields)
-
-
-def _reason(exc: BaseException, timeout_s: float) -> str:
-    if isinstance(exc, TimeoutError):
-        return f"timed out after {timeout_s:g} s (limits.item_timeout_s)"
-    if isinstance(exc, VyreError):
-        return str(exc)
-    return f"unexpected {type(exc).__name__}: {exc}"

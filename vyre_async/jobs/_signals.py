@@ -16,13 +16,18 @@ import os
 import signal
 import sys
 import threading
+from collections import deque
 from collections.abc import Callable, Iterator
 from types import FrameType
 from typing import Any, NoReturn
 
+import anyio
+
 #: The signals a job handles, and the exit codes they end it with.
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 EXIT_CODES = {signal.SIGINT: 130, signal.SIGTERM: 143}
+#: Seconds between looks for a noted signal (see :func:`next_signal`).
+SIGNAL_POLL_S = 0.05
 
 
 def exit_code(signum: int) -> int:
@@ -88,3 +93,12 @@ def noting_signals(note: Callable[[int], None]) -> Iterator[None]:
         yield
     finally:
         install_exit_at_once()
+
+
+async def next_signal(received: deque[int]) -> int:
+    """Wait until :func:`noting_signals` noted a signal in ``received``; take it."""
+    # A signal handler may not set an Event (it runs between two bytecodes of whatever
+    # the loop was doing), so look regularly.
+    while not received:  # noqa: ASYNC110 - nothing can wake an Event from a signal handler
+        await anyio.sleep(SIGNAL_POLL_S)
+    return received.popleft()

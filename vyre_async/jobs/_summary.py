@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
+import signal
+from pathlib import Path
 from typing import Any, Literal
 
 import msgspec
+
+from ._signals import exit_code
+
+#: Exit codes: success, a failed job, a bad job file (the CLI's); signals: see _signals.
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+#: How a run ended.
+Status = Literal["complete", "interrupted", "failed"]
 
 
 class JobSummary(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -35,7 +45,7 @@ class JobSummary(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """
 
     job: str
-    status: Literal["complete", "interrupted", "failed"]
+    status: Status
     exit_code: int
     message: str
     output: str
@@ -55,3 +65,43 @@ class JobSummary(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     items_per_s: float
     telemetry: dict[str, Any] | None
     batches: dict[str, Any] | None
+
+
+def how_it_ended(
+    *,
+    committed: int,
+    total: int,
+    failed: int,
+    stopped: Literal["interrupted", "failed"] | None,
+    stop_message: str,
+    signum: int | None,
+    chunks: Path,
+) -> tuple[Status, int, str]:
+    """The status, exit code and one-line message of a run that has finished its work.
+
+    Args:
+        committed: Items committed in the folder, by every run so far.
+        total: Items of the whole job.
+        failed: Failed items among the committed ones.
+        stopped: Why the run stopped admitting work early, if it did.
+        stop_message: What stopped it.
+        signum: The signal that interrupted it, if one did.
+        chunks: The folder the records are committed to.
+    """
+    complete = committed == total
+    if stopped == "interrupted" and not complete:
+        return (
+            "interrupted",
+            exit_code(signum or signal.SIGINT),
+            f"{stop_message}: {committed} of {total} items committed; resume with --resume",
+        )
+    if stopped == "failed":
+        return "failed", EXIT_FAILED, f"job stopped: {stop_message}"
+    if not complete:  # every block was run, yet not every item committed
+        return (
+            "failed",
+            EXIT_FAILED,
+            f"only {committed} of {total} items were committed; "
+            "resume with --resume to run the rest",
+        )
+    return "complete", EXIT_OK, f"{committed} items ({failed} failed) committed to {chunks}"
