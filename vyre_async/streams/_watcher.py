@@ -342,8 +342,9 @@ class CompletionWatcher:
                     else:  # nobody waits, nothing pending: nothing to hand on
                         self._role = None
                     return
-                # Long work: the watcher backs off where this task's spin ended (a
-                # second spin budget would only burn as much CPU again).
+                # Long work: the watcher's back-off counts from when this task began
+                # to spin, so it sleeps at once (a second spin budget would only burn
+                # as much CPU again).
                 read_clock = polls >= _CLOCK_AFTER_POLLS  # else spun out by poll count
                 self._to_watcher(deadline - self._follow_spin_s if read_clock else None)
                 spot = work._add_waiter(self._new_spot)
