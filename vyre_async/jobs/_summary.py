@@ -10,8 +10,8 @@ import msgspec
 
 from ._signals import exit_code
 
-#: Exit codes: success, a failed job, a bad job file (the CLI's); signals: see _signals.
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+#: Exit codes of a run: success, a failed job; signals: see _signals.
+EXIT_OK, EXIT_FAILED = 0, 1
 
 #: How a run ended.
 Status = Literal["complete", "interrupted", "failed"]
