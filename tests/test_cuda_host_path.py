@@ -196,6 +196,48 @@ async def test_a_cancelled_await_keeps_memory_and_guards_until_the_work_ends(
     await cuda.free(yb)
 
 
+async def test_concurrent_awaits_cancelled_while_parked_still_run_every_dispatch_once(
+    cuda: Any, rng: np.random.Generator
+) -> None:
+    """Tasks awaiting dispatches side by side park behind whichever polls, take its
+    role over, or are cancelled while parked or polling: a cancelled await stops only
+    the waiter, so every dispatch still runs once, in order on its buffer, and all
+    memory comes back."""
+    tasks, rounds = 8, 6
+    x = rng.standard_normal(256).astype(np.float32)
+    ys = [rng.standard_normal(256).astype(np.float32) for _ in range(tasks)]
+    xb = await cuda.upload(x)
+    ybs = [await cuda.upload(y) for y in ys]
+    baseline = cuda.live_allocations()
+    cancelled = 0
+
+    async def run(i: int) -> None:
+        nonlocal cancelled
+        for k in range(rounds):
+            with anyio.CancelScope() as scope:
+                if (i + k) % 3 == 0:
+                    scope.cancel()  # lands at the await's first yield, after the enqueue
+                await cuda.dispatch(axpy, {"x": xb, "y": ybs[i]}, a=0.5 + k)
+            cancelled += scope.cancelled_caught
+
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as tg:
+            for i in range(tasks):
+                tg.start_soon(run, i)
+        await cuda.settle([xb, *ybs])
+        await cuda._watcher.drain()
+    assert cancelled == sum((i + k) % 3 == 0 for i in range(tasks) for k in range(rounds))
+    assert cuda.live_allocations() == baseline
+    for y, yb in zip(ys, ybs, strict=True):
+        want = y.astype(np.float64)
+        for k in range(rounds):
+            want = np.float64(0.5 + k) * x.astype(np.float64) + want
+        np.testing.assert_allclose(await cuda.read(yb), want, rtol=1e-5, atol=1e-5)
+    assert cuda._watcher.in_flight == 0
+    for buffer in (xb, *ybs):
+        await cuda.free(buffer)
+
+
 async def test_dispatches_of_one_turn_share_one_fence(
     cuda: Any, sim: cuda_sim.SimulatedDriver, rng: np.random.Generator
 ) -> None:

@@ -723,6 +723,31 @@ async def test_tasks_waiting_behind_a_poller_get_their_work_and_the_role() -> No
     assert watcher.in_flight == 0
 
 
+async def test_a_waiter_cancelled_just_after_it_was_handed_the_role_passes_it_on() -> None:
+    """The poller hands its role to a parked waiter, which is cancelled before it
+    resumes: stopping its wait passes the role on (here to the watcher, for the work
+    still pending), so that work still finishes and nobody is left holding the role."""
+    events = ScriptedEvents()
+    watcher = make_watcher(events, follow_spin_s=FOLLOW_S)
+    async with running(watcher):
+        first = put(watcher, watcher.lane("a", "stream-a"))
+        second = put(watcher, watcher.lane("b", "stream-b"))
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(finished, first)
+            await wait_for(lambda: len(events.queried) >= 1)  # that task polls
+            # This task plays the parked waiter of ``second``, never resuming.
+            spot = watcher.wait_behind(second)
+            assert spot is not None
+            events.finish(event_of(first))
+            await wait_for(lambda: first.done)  # the poller handed its role on at once
+            assert not watcher.polled_by_watcher
+            watcher.stop_waiting(second, spot)  # what its cancellation runs
+            assert watcher.polled_by_watcher
+            events.finish(event_of(second))
+            await wait_for(lambda: second.done)
+    assert watcher.in_flight == 0
+
+
 async def test_a_waiter_raises_the_work_failure() -> None:
     """A failed query result fails the work, and its waiter raises it."""
     events = ScriptedEvents()

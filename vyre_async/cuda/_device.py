@@ -30,10 +30,16 @@ __all__ = ["CudaDevice", "DeviceHealth", "DeviceInfo"]
 
 logger = get_logger("vyre_async.cuda")
 
-# The CudaDevice whose context each thread last made current, by a token unique to
-# each open (not the context handle), so a closed device and a new one for the same
-# GPU never share a stale "already current" answer.
-_current = threading.local()
+
+class _Current(threading.local):
+    """The CudaDevice whose context each thread last made current, by a token unique
+    to each open (not the context handle), so a closed device and a new one for the
+    same GPU never share a stale "already current" answer."""
+
+    token = 0  # none yet in this thread; a class default, read on every dispatch
+
+
+_current = _Current()
 _tokens = itertools.count(1)
 
 
@@ -78,13 +84,17 @@ class DeviceHealth:
 
     Args:
         label: How the device is named in messages (``"device 0 (NVIDIA H100)"``).
+
+    Attributes:
+        error: The first device-lost error, when there was one (set by
+            :meth:`mark_lost` only; a plain attribute, read on every dispatch).
     """
 
-    __slots__ = ("_error", "_label")
+    __slots__ = ("_label", "error")
 
     def __init__(self, label: str) -> None:
         self._label = label
-        self._error: DeviceLostError | None = None
+        self.error: DeviceLostError | None = None
 
     @property
     def label(self) -> str:
@@ -94,12 +104,7 @@ class DeviceHealth:
     @property
     def lost(self) -> bool:
         """Whether a sticky error has been seen."""
-        return self._error is not None
-
-    @property
-    def error(self) -> DeviceLostError | None:
-        """The first device-lost error, when there was one."""
-        return self._error
+        return self.error is not None
 
     def mark_lost(self, error: VyreError) -> DeviceLostError:
         """Record that the device is lost (only the first cause is kept).
@@ -113,14 +118,14 @@ class DeviceHealth:
         Returns:
             The recorded :class:`DeviceLostError`.
         """
-        if self._error is None:
+        if self.error is None:
             if isinstance(error, DeviceLostError):
                 what, fix = error.what, error.fix
             else:
                 what, fix = str(error), DEVICE_LOST_FIX
-            self._error = DeviceLostError(f"{self._label}: {what}", fix=fix)
-            logger.error("cuda_device_lost", device=self._label, reason=self._error.what)
-        return self._error
+            self.error = DeviceLostError(f"{self._label}: {what}", fix=fix)
+            logger.error("cuda_device_lost", device=self._label, reason=self.error.what)
+        return self.error
 
     def check(self) -> None:
         """Raise the device-lost error if the device is lost.
@@ -128,11 +133,11 @@ class DeviceHealth:
         Raises:
             DeviceLostError: A sticky error was seen earlier.
         """
-        if self._error is not None:
+        if self.error is not None:
             raise DeviceLostError(
                 f"{self._label} was lost earlier and refuses further work "
-                f"(first error: {self._error.what})",
-                fix=self._error.fix,
+                f"(first error: {self.error.what})",
+                fix=self.error.fix,
             )
 
 
@@ -247,7 +252,7 @@ class CudaDevice:
         The first call in each thread costs one ``cuCtxSetCurrent``; later calls
         compare a thread-local and return.
         """
-        if getattr(_current, "token", 0) == self._token:
+        if _current.token == self._token:
             return
         call(self.driver.cuCtxSetCurrent, self.context)
         _current.token = self._token
@@ -278,7 +283,7 @@ class CudaDevice:
                 )
             self.health.check()
         try:
-            if getattr(_current, "token", 0) != self._token:
+            if _current.token != self._token:
                 self.make_current()
             try:
                 returned = fn(*args)
@@ -323,7 +328,7 @@ class CudaDevice:
             if self._closed:
                 return
             self._closed = True
-        if getattr(_current, "token", 0) == self._token:
+        if _current.token == self._token:
             _current.token = 0
         try:
             call(self.driver.cuDevicePrimaryCtxRelease, self.handle)

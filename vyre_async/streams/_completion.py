@@ -22,7 +22,7 @@ import anyio.lowlevel
 
 from ..errors import DispatchError
 from ..logging import get_logger
-from ._park import Spot, wake
+from ._park import FUTURE, Spot
 
 __all__ = ["Completion", "CompletionSource"]
 
@@ -115,9 +115,8 @@ class Completion:
         self._done = True
         if error is None:
             self.after = None  # finished in order: nobody needs what it waited for
-        elif not isinstance(error, Exception):
-            error = _interrupted(error)
-        self._error = error
+        else:
+            self._error = error if isinstance(error, Exception) else _interrupted(error)
         if release:
             try:
                 self._release()
@@ -128,16 +127,22 @@ class Completion:
                         f"the work finished but releasing its resources raised {exc!r}",
                         fix="report this bug with the log.",
                     )
-        callbacks, self._callbacks = self._callbacks, None
         try:
+            callbacks = self._callbacks
             if callbacks is not None:
+                self._callbacks = None
                 for callback in callbacks:
                     callback()
         finally:
-            waiters, self._waiters = self._waiters, None
+            waiters = self._waiters
             if waiters is not None:
-                for spot in waiters:
-                    wake(spot)
+                self._waiters = None
+                for spot in waiters:  # wake(spot), inlined: once per parked waiter
+                    if spot.__class__ is FUTURE:
+                        if not spot.done():
+                            spot.set_result(None)
+                    else:
+                        spot.set()
 
     def _add_waiter(self, new_spot: Callable[[], Spot] = anyio.Event) -> Spot:
         """A new parking spot that :meth:`complete` wakes; for a waiter about to sleep."""

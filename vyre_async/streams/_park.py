@@ -6,9 +6,12 @@ is paid per dispatch. ``anyio.Event()`` on asyncio makes two ``asyncio.Event`` s
 two more coroutine frames before the future at its bottom. On asyncio a task here
 parks on that future itself, which anyio's cancellation reaches the same way (it
 cancels the task, which cancels the future it awaits); a wake round trip cost about
-a third less on the development machine. On every other loop (trio) it parks on the
-loop backend's own event. A polling task's checkpoint is likewise asyncio's own bare
-yield there. This is the one place the bridge touches asyncio directly.
+a third less on the development machine. On every other loop (trio) it parks on an
+:class:`EventSpot` around the loop backend's own event. Either kind of spot is
+awaited directly (no coroutine of its own: each coroutine a parked task is nested
+in is resumed again at its wake) and returns what :func:`wake` passed. A polling
+task's checkpoint is likewise asyncio's own bare yield there. This is the one place
+the bridge touches asyncio directly.
 """
 
 from __future__ import annotations
@@ -20,12 +23,41 @@ from typing import Any
 
 import anyio
 
-__all__ = ["FUTURE", "Spot", "checkpoint_for", "park_factory", "sleep_on", "wake", "woken"]
+__all__ = ["FUTURE", "EventSpot", "Spot", "checkpoint_for", "park_factory", "wake"]
 
-#: What a parked task sleeps on: a future (asyncio) or an anyio event.
+#: What a parked task sleeps on: a future (asyncio) or an :class:`EventSpot`.
 Spot = Any
 #: The class of asyncio's futures (the C one): a spot of this class is a future.
 FUTURE: type[asyncio.Future[Any]] = asyncio.Future
+
+
+class EventSpot:
+    """A parking spot on an anyio event, awaitable like a future: ``await spot``
+    returns the value :func:`wake` passed (``None`` when woken by :meth:`set`)."""
+
+    __slots__ = ("_event", "_value")
+
+    def __init__(self, event: anyio.Event) -> None:
+        self._event = event
+        self._value: Any = None
+
+    def __await__(self) -> Generator[Any, None, Any]:
+        yield from self._event.wait().__await__()
+        return self._value
+
+    def wake(self, value: Any) -> None:
+        """Wake the parked task with ``value``; nothing once woken."""
+        if not self._event.is_set():
+            self._value = value
+            self._event.set()
+
+    def set(self) -> None:
+        """Wake the parked task (``await`` returns ``None``), as an event's ``set``."""
+        self.wake(None)
+
+    def is_set(self) -> bool:
+        """Whether the spot was woken."""
+        return self._event.is_set()
 
 
 def park_factory(new_event: Callable[[], anyio.Event]) -> Callable[[], Spot]:
@@ -37,7 +69,7 @@ def park_factory(new_event: Callable[[], anyio.Event]) -> Callable[[], Spot]:
     try:
         loop = asyncio.get_running_loop()
     except RuntimeError:  # not asyncio
-        return new_event
+        return lambda: EventSpot(new_event())
     return loop.create_future
 
 
@@ -59,25 +91,11 @@ def checkpoint_for(fallback: Callable[[], Awaitable[None]]) -> Callable[[], Awai
     return _yield_to_the_loop
 
 
-def wake(spot: Spot) -> None:
-    """Wake the task parked on ``spot``; nothing when it has already gone."""
+def wake(spot: Spot, value: Any = None) -> None:
+    """Wake the task parked on ``spot``, its ``await`` returning ``value``; nothing
+    when it has already been woken or has gone."""
     if spot.__class__ is FUTURE:
         if not spot.done():
-            spot.set_result(None)
+            spot.set_result(value)
     else:
-        spot.set()
-
-
-def woken(spot: Spot) -> bool:
-    """Whether ``spot`` was woken (or its task has gone)."""
-    if spot.__class__ is FUTURE:
-        return bool(spot.done())
-    return bool(spot.is_set())
-
-
-async def sleep_on(spot: Spot) -> None:
-    """Park the calling task on ``spot`` until :func:`wake` (or cancellation)."""
-    if spot.__class__ is FUTURE:
-        await spot
-    else:
-        await spot.wait()
+        spot.wake(value)

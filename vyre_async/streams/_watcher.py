@@ -48,7 +48,7 @@ from ..logging import get_logger
 from ._backoff import Backoff
 from ._completion import Completion
 from ._fence import Fence, Lane
-from ._park import FUTURE, Spot, checkpoint_for, park_factory, sleep_on, wake
+from ._park import EventSpot, Spot, checkpoint_for, park_factory, wake
 
 __all__ = ["CompletionWatcher"]
 
@@ -85,6 +85,11 @@ Failure = Callable[[int], tuple[VyreError, bool]]
 
 class Health(Protocol):
     """Whether the device can still take work (a CUDA device's ``DeviceHealth``)."""
+
+    @property
+    def error(self) -> VyreError | None:
+        """The device-lost error once the device is lost, else ``None``."""
+        ...
 
     def check(self) -> None:
         """Raise the device-lost error if the device is lost."""
@@ -187,7 +192,7 @@ class CompletionWatcher:
         self._clock = clock
         self._now: Callable[[], float] = clock or anyio.current_time
         self._checkpoint: Callable[[], Awaitable[None]] = anyio.lowlevel.checkpoint
-        self._new_spot: Callable[[], Spot] = anyio.Event
+        self._new_spot: Callable[[], Spot] = lambda: EventSpot(anyio.Event())
         self._backoff = Backoff(spin_s=spin_s, min_sleep_s=min_sleep_s, max_sleep_s=max_sleep_s)
         self._few_spin_s = spin_s if few_spin_s is None else few_spin_s
         self._follow_spin_s = follow_spin_s
@@ -196,7 +201,6 @@ class CompletionWatcher:
         # Lanes with work not yet finished, in the order they became busy.
         self._busy: dict[Lane, None] = {}
         self._lanes: list[Lane] = []
-        self._in_flight = 0
         self._role: _Role | Spot | None = None
         # (spot, work) of tasks waiting while another polls: the role is handed to them.
         self._candidates: deque[tuple[Spot, Completion]] = deque()
@@ -216,7 +220,17 @@ class CompletionWatcher:
     @property
     def in_flight(self) -> int:
         """Work added and not yet finished."""
-        return self._in_flight
+        return sum(lane.pending() for lane in self._busy)
+
+    def _few_in_flight(self) -> bool:
+        """Whether at most :data:`PRECISE_NAP_MAX_IN_FLIGHT` pieces of work are in flight
+        (counted only when the watcher is about to sleep, never per dispatch)."""
+        count = 0
+        for lane in self._busy:
+            count += lane.pending()
+            if count > PRECISE_NAP_MAX_IN_FLIGHT:
+                return False
+        return True
 
     @property
     def busy_lanes(self) -> int:
@@ -239,8 +253,9 @@ class CompletionWatcher:
             raise LifecycleError(
                 "the completion watcher has stopped", fix="open a new backend to submit work."
             )
-        if self._health is not None:
-            self._health.check()
+        health = self._health
+        if health is not None and health.error is not None:
+            health.check()
 
     # ----------------------------------------------------------------- adding work
     def lane(self, key: Hashable, stream: Any) -> Lane:
@@ -264,7 +279,6 @@ class CompletionWatcher:
         fence.works.append(work)
         work.fence = fence
         work._source = self
-        self._in_flight += 1
 
     def seal(self, fence: Fence) -> Any:
         """Record the event of ``fence`` now if it is still open; return the event.
@@ -289,96 +303,125 @@ class CompletionWatcher:
                 self._nap.cancel()
 
     # ----------------------------------------------------------------- waiting
-    async def follow(self, work: Completion) -> None:
+    def wait_behind(self, work: Completion) -> Spot | None:
+        """Park a task waiting for ``work`` behind the task that polls now.
+
+        The hot path's half of :meth:`follow`, for a caller that awaits the spot
+        itself (one coroutine less to resume at every wake). Returns ``None`` when no
+        task polls (the watcher task or nobody does): the caller polls itself,
+        ``await follow(work, poll=True)``. Otherwise ``await spot`` returns once the
+        work is done, or returns ``True`` when the poller handed this task its role;
+        it then polls the same way. A caller whose ``await spot`` raised (it was
+        cancelled) must call :meth:`stop_waiting`.
+        """
+        role = self._role
+        if role is None or role is _WATCHER:
+            return None
+        spot = self._new_spot()
+        waiters = work._waiters  # work._add_waiter, inlined: once per parked dispatch
+        if waiters is None:
+            work._waiters = [spot]
+        else:
+            waiters.append(spot)
+        candidates = self._candidates
+        if len(candidates) > self._sweep_at:
+            self._candidates = candidates = deque(c for c in candidates if not c[1]._done)
+            self._sweep_at = max(_CANDIDATES_SWEEP, 2 * len(candidates))
+        candidates.append((spot, work))
+        return spot
+
+    def stop_waiting(self, work: Completion, spot: Spot) -> None:
+        """A task parked by :meth:`wait_behind` stops waiting (it was cancelled): the
+        poller's role, if it was just handed to it, goes on to another."""
+        work._discard_waiter(spot)
+        if self._role is spot:  # handed the role while being cancelled
+            self._hand_on()
+        else:
+            with contextlib.suppress(ValueError):
+                self._candidates.remove((spot, work))
+
+    async def follow(self, work: Completion, *, poll: bool = False) -> None:
         """Return once ``work`` is done, polling for it while nobody else does.
 
         Its failure is not raised here (``Completion.wait`` raises it). Cancelling
         the wait leaves the work to the next poller (another waiting task or the
         watcher), so its release still runs once the device has finished it.
+
+        Args:
+            work: Work added to one of the watcher's lanes.
+            poll: This task is to poll at once: :meth:`wait_behind` returned ``None``
+                or its spot returned ``True`` (the caller holds the role).
         """
-        while not work._done:
-            role = self._role
-            if role is None or role is _WATCHER:
-                self._role = _TASK
-                if role is _WATCHER and self._nap is not None:
-                    self._nap.cancel()
-                # The poll loop is inlined: every checkpoint resumes each coroutine
-                # the waiting task is nested in, so one frame less is one call less
-                # per poll.
-                spun_out = False
-                mine: Completion = work  # not narrowed by the loop's condition (mypy)
-                try:
-                    fence = work.fence
-                    if fence is not None and fence.event is None and fence.lane.open is fence:
-                        self._seal(fence.lane)  # the others are sealed by the first poll
-                    checkpoint = self._checkpoint
-                    polls = 0
-                    deadline = 0.0
-                    while True:
-                        await checkpoint()
-                        if self._poll():
-                            if mine._done:
-                                break
-                            polls = 0
-                            continue
-                        if mine._done:  # finished by whoever else looked (a sticky error)
-                            break
-                        polls += 1
-                        if polls < _CLOCK_AFTER_POLLS:
-                            continue
-                        if polls == _CLOCK_AFTER_POLLS:
-                            deadline = self._now() + self._follow_spin_s
-                        elif polls >= self._follow_max_polls or (
-                            polls % _CLOCK_EVERY == 0 and self._now() >= deadline
-                        ):
-                            spun_out = True
-                            break
-                except BaseException:
-                    self._hand_on()
-                    raise
-                if not spun_out:
-                    if self._candidates or self._busy:
-                        self._hand_on()
-                    else:  # nobody waits, nothing pending: nothing to hand on
-                        self._role = None
+        while True:
+            if not poll:
+                if work._done:
                     return
-                # Long work: the watcher's back-off counts from when this task began
-                # to spin, so it sleeps at once (a second spin budget would only burn
-                # as much CPU again).
-                read_clock = polls >= _CLOCK_AFTER_POLLS  # else spun out by poll count
-                self._to_watcher(deadline - self._follow_spin_s if read_clock else None)
-                spot = work._add_waiter(self._new_spot)
-                try:
-                    await sleep_on(spot)
-                except BaseException:
-                    work._discard_waiter(spot)
-                    raise
-                continue
-            spot = work._add_waiter(self._new_spot)
-            candidates = self._candidates
-            if len(candidates) > self._sweep_at:
-                self._candidates = candidates = deque(c for c in candidates if not c[1]._done)
-                self._sweep_at = max(_CANDIDATES_SWEEP, 2 * len(candidates))
-            candidate = (spot, work)
-            candidates.append(candidate)
+                spot = self.wait_behind(work)
+                if spot is not None:
+                    try:
+                        poll = await spot
+                    except BaseException:
+                        self.stop_waiting(work, spot)
+                        raise
+                    continue
+            if work._done:  # handed the role, but a sticky error finished the work
+                self._hand_on()
+                return
+            role = self._role
+            self._role = _TASK
+            if role is _WATCHER and self._nap is not None:
+                self._nap.cancel()
+            # The poll loop is inlined: every checkpoint resumes each coroutine the
+            # waiting task is nested in, so one frame less is one call less per poll.
+            spun_out = False
+            mine: Completion = work  # not narrowed by the ``work._done`` checks above (mypy)
             try:
-                if spot.__class__ is FUTURE:  # sleep_on, inlined: one frame less a wake
-                    await spot
-                else:
-                    await spot.wait()
+                fence = work.fence
+                if fence is not None and fence.event is None and fence.lane.open is fence:
+                    self._seal(fence.lane)  # the others are sealed by the first poll
+                checkpoint = self._checkpoint
+                polls = 0
+                deadline = 0.0
+                while True:
+                    await checkpoint()
+                    if self._poll():
+                        if mine._done:
+                            break
+                        polls = 0
+                        continue
+                    if mine._done:  # finished by whoever else looked (a sticky error)
+                        break
+                    polls += 1
+                    if polls < _CLOCK_AFTER_POLLS:
+                        continue
+                    if polls == _CLOCK_AFTER_POLLS:
+                        deadline = self._now() + self._follow_spin_s
+                    elif polls >= self._follow_max_polls or (
+                        polls % _CLOCK_EVERY == 0 and self._now() >= deadline
+                    ):
+                        spun_out = True
+                        break
+            except BaseException:
+                self._hand_on()
+                raise
+            if not spun_out:
+                if self._candidates or self._busy:
+                    self._hand_on()
+                else:  # nobody waits, nothing pending: nothing to hand on
+                    self._role = None
+                return
+            # Long work: the watcher's back-off counts from when this task began to
+            # spin, so it sleeps at once (a second spin budget would only burn as
+            # much CPU again).
+            read_clock = polls >= _CLOCK_AFTER_POLLS  # else spun out by poll count
+            self._to_watcher(deadline - self._follow_spin_s if read_clock else None)
+            spot = work._add_waiter(self._new_spot)
+            try:
+                await spot
             except BaseException:
                 work._discard_waiter(spot)
-                if self._role is spot:  # handed the role while being cancelled
-                    self._hand_on()
-                else:
-                    with contextlib.suppress(ValueError):
-                        self._candidates.remove(candidate)
                 raise
-            if self._role is spot:  # handed the role: poll (or pass it on if done)
-                if work.done:
-                    self._hand_on()
-                    return
-                self._role = None
+            poll = False
 
     def _hand_on(self) -> None:
         """A waiting task stops polling: hand the role to another waiting task, or
@@ -388,7 +431,7 @@ class CompletionWatcher:
             spot, work = candidates.popleft()
             if not work._done:  # done work's waiter was woken by its completion
                 self._role = spot
-                wake(spot)
+                wake(spot, True)  # its ``await spot`` returns True: it polls next
                 return
         self._role = None
         if self._busy:
@@ -414,7 +457,7 @@ class CompletionWatcher:
         while self._busy:
             if self._state != "running":
                 raise LifecycleError(
-                    f"the completion watcher is {self._state} with {self._in_flight} "
+                    f"the completion watcher is {self._state} with {self.in_flight} "
                     "piece(s) of work added",
                     fix="start the watcher in the backend's task group before draining.",
                 )
@@ -491,7 +534,7 @@ class CompletionWatcher:
                 backoff.reset(self._now())
                 await anyio.lowlevel.checkpoint()  # let the woken waiters run
                 continue
-            few = self._in_flight <= PRECISE_NAP_MAX_IN_FLIGHT
+            few = self._few_in_flight()
             wait = backoff.next_wait(self._now(), self._few_spin_s if few else None)
             if wait <= 0.0:
                 await anyio.lowlevel.checkpoint()
@@ -593,7 +636,6 @@ class CompletionWatcher:
                 self._give_back(event)
         works = fence.works
         fence.works = []  # a finished work still names its fence: no cycle left to collect
-        self._in_flight -= len(works)
         for work in works:
             try:
                 work.complete(error)
@@ -625,7 +667,6 @@ class CompletionWatcher:
             lane.sealed.clear()
             lane.open = None
         self._busy.clear()
-        self._in_flight = 0
         return works
 
     def _fail_everything(self, error: VyreError, *taken: Fence) -> None:
@@ -637,7 +678,6 @@ class CompletionWatcher:
         works = [work for fence in taken for work in fence.works]
         for fence in taken:
             fence.works = []
-        self._in_flight -= len(works)
         works += self._take_all()
         logger.error("completions_failed_device_lost", count=len(works), reason=lost.what)
         for work in works:

@@ -160,14 +160,31 @@ class CudaDispatch(CudaBase):
             launch.set_scalars(scalars)  # another dispatch of this launch ran meanwhile
         self._enqueue_dispatch(launch, work, inputs, waits, times, timing, staging)
         if not work._done:
-            try:
-                if config is not None and config.timeout is not None:
+            if config is not None and config.timeout is not None:
+                try:
                     await self._follow_with_timeout(work, config)
-                else:
-                    await self._watcher.follow(work)
-            except BaseException:
-                work.drop()
-                raise
+                except BaseException:
+                    work.drop()
+                    raise
+            else:
+                # watcher.follow(work), its parking half inlined: a task waiting behind
+                # the poller awaits its spot here, one coroutine less at every wake.
+                watcher = self._watcher
+                poll = True  # nobody polls for a task: this one does
+                spot = watcher.wait_behind(work)
+                if spot is not None:
+                    try:
+                        poll = await spot  # True: the poller handed this task its role
+                    except BaseException:
+                        watcher.stop_waiting(work, spot)
+                        work.drop()
+                        raise
+                if poll:
+                    try:
+                        await watcher.follow(work, poll=True)
+                    except BaseException:
+                        work.drop()
+                        raise
         counters = self._counters
         counters.dispatches += 1
         counters.kernel_launches += launch.launches * times
