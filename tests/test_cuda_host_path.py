@@ -28,12 +28,12 @@ import cuda_sim
 
 #: Ceilings on the Python function calls of one repeated awaited resident dispatch
 #: (library code and the event loop's, the simulator's own calls excluded), with the
-#: event finishing at the second query (two loop turns). Measured under pytest: 93 on
-#: asyncio and 188 on trio (a trio checkpoint is about 40 calls of trio's own) for a
-#: dispatch, a prepared call a few fewer. The guard is deterministic: it fails when
-#: the hot path grows. Before bound launches one such dispatch made about 300 calls on
+#: event finishing at the second query (two loop turns). Measured under pytest: 87 on
+#: asyncio and 181 on trio (a trio checkpoint is about 40 calls of trio's own) for a
+#: dispatch, a prepared call one fewer. The guard is deterministic: it fails when the
+#: hot path grows. Before bound launches one such dispatch made about 300 calls on
 #: asyncio.
-CALL_CEILINGS = {"asyncio": 100, "trio": 200}
+CALL_CEILINGS = {"asyncio": 95, "trio": 190}
 
 
 @pytest.fixture

@@ -317,10 +317,10 @@ class ResidentRegistry(Generic[S]):
             else:
                 reads = record.reads
                 if reads and (reads[0]._done or len(reads) >= _SWEEP_READS):
-                    if len(reads) == 1:  # the one before, finished
-                        reads.clear()
-                    else:
-                        record.reads = reads = [r for r in reads if not r._done]
+                    if len(reads) == 1:  # the one before, finished: this one replaces it
+                        reads[0] = completion
+                        continue
+                    record.reads = reads = [r for r in reads if not r._done]
                 reads.append(completion)
         if waits:
             if len(waits) > 1:

@@ -211,6 +211,9 @@ class CompletionWatcher:
         # Threads for short naps; a cancelled nap's thread sleeps out its (< 1 ms) nap.
         self._nappers = anyio.CapacityLimiter(2)
         self._state = "unstarted"
+        #: Whether the watcher task has stopped (new work would never be polled): a
+        #: plain attribute, so a hot path reads it before calling :meth:`check_accepting`.
+        self.stopped = False
         #: Event queries made.
         self.queries = 0
         #: Fences sealed (events recorded for completions).
@@ -492,6 +495,7 @@ class CompletionWatcher:
             await self._loop()
         finally:
             self._state = "closed"
+            self.stopped = True
             self._abandon()
 
     def _bind_loop(self) -> None:

@@ -150,7 +150,8 @@ class CudaDispatch(CudaBase):
             staging = await self._stage_in_thread(launch, inputs)
             waited = True
         work = DispatchWork(self, launch)
-        work.keep = bool(launch.outputs)
+        if launch.outputs:
+            work.keep = True
         records = launch.records
         waits = registry.claim(records, work) if records else NO_WAITS
         if waits and unrecorded(waits):
@@ -197,7 +198,7 @@ class CudaDispatch(CudaBase):
             outputs = launch.take_outputs(work.host)
             counters.bytes_downloaded += launch.download[1]
             work.drop()
-        if work.device_ns is not None:
+        if timing and work.device_ns is not None:
             counters.device_ns_total += work.device_ns
         return outputs
 
@@ -268,7 +269,8 @@ class CudaDispatch(CudaBase):
         stream = lane.stream
         watcher = self._watcher
         try:
-            watcher.check_accepting()
+            if watcher.stopped or device.health.error is not None:
+                watcher.check_accepting()  # raises why no work is taken
             if waits:
                 self._wait_for(lane, waits)
             if launch.direct and times == 1 and not timing:  # one launch, nothing else
