@@ -55,10 +55,6 @@ class EventSpot:
         """Wake the parked task (``await`` returns ``None``), as an event's ``set``."""
         self.wake(None)
 
-    def is_set(self) -> bool:
-        """Whether the spot was woken."""
-        return self._event.is_set()
-
 
 def park_factory(new_event: Callable[[], anyio.Event]) -> Callable[[], Spot]:
     """How to make a parking spot in the running loop.

@@ -252,7 +252,7 @@ class CompletionWatcher:
             LifecycleError: The watcher has stopped.
             DeviceLostError: The device is lost.
         """
-        if self._state == "closed":
+        if self.stopped:
             raise LifecycleError(
                 "the completion watcher has stopped", fix="open a new backend to submit work."
             )
