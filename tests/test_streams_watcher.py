@@ -868,3 +868,37 @@ async def test_the_cost_of_a_wait_does_not_grow_with_the_tasks_waiting() -> None
     few = await _calls_per_wait(40, 20)
     many = await _calls_per_wait(400, 20)
     assert many < 1.5 * few, (few, many)
+
+
+async def test_the_hand_over_queue_stays_bounded_while_one_task_polls_long_work() -> None:
+    """While one task polls for long work, other tasks' short work finishes and they
+    park behind it again and again: the queue of tasks to hand the role to is swept
+    as the poller's polls finish work, so it holds about the tasks still waiting, not
+    every wait since the poller began."""
+    tasks, rounds = 40, 20
+    events = ScriptedEvents()
+    events.ready_on_record = SUCCESS  # short work: done at its first query
+    watcher = make_watcher(events, follow_spin_s=FOLLOW_S)
+    longest = 0
+    async with running(watcher):
+        long_work = put(watcher, watcher.lane("long", "stream-long"))
+        events.state[event_of(long_work)] = NOT_READY
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(finished, long_work)
+            await wait_for(lambda: len(events.queried) >= 1)  # that task polls
+
+            async def task(lane: Lane) -> None:
+                nonlocal longest
+                for _ in range(rounds):
+                    work = Completion()
+                    watcher.add(lane, work)
+                    await work.wait()
+                    longest = max(longest, len(watcher._candidates))
+
+            async with anyio.create_task_group() as short:
+                for index in range(tasks):
+                    short.start_soon(task, watcher.lane(index, f"stream-{index}"))
+            assert not long_work.done  # one poller throughout
+            events.finish(event_of(long_work))
+    assert watcher.in_flight == 0
+    assert 0 < longest <= 64 + 2 * tasks, longest

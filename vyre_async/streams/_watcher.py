@@ -326,11 +326,7 @@ class CompletionWatcher:
             work._waiters = [spot]
         else:
             waiters.append(spot)
-        candidates = self._candidates
-        if len(candidates) > self._sweep_at:
-            self._candidates = candidates = deque(c for c in candidates if not c[1]._done)
-            self._sweep_at = max(_CANDIDATES_SWEEP, 2 * len(candidates))
-        candidates.append((spot, work))
+        self._candidates.append((spot, work))
         return spot
 
     def stop_waiting(self, work: Completion, spot: Spot) -> None:
@@ -391,6 +387,8 @@ class CompletionWatcher:
                         if mine._done:
                             break
                         polls = 0
+                        if len(self._candidates) > self._sweep_at:
+                            self._sweep_candidates()
                         continue
                     if mine._done:  # finished by whoever else looked (a sticky error)
                         break
@@ -425,6 +423,18 @@ class CompletionWatcher:
                 work._discard_waiter(spot)
                 raise
             poll = False
+
+    def _sweep_candidates(self) -> None:
+        """Forget waiting tasks whose work is done (they were woken by its completion).
+
+        Run by the polling task when its polls finish work: a task parks again only
+        after its work finished, so between two such polls the candidates grow by at
+        most one per waiting task. The next sweep comes at twice those still waiting,
+        so sweeping costs O(1) a wait.
+        """
+        candidates = deque(c for c in self._candidates if not c[1]._done)
+        self._candidates = candidates
+        self._sweep_at = max(_CANDIDATES_SWEEP, 2 * len(candidates))
 
     def _hand_on(self) -> None:
         """A waiting task stops polling: hand the role to another waiting task, or
