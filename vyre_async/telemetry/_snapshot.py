@@ -107,6 +107,10 @@ class TelemetryCounters:
     )
 
     def __init__(self) -> None:
+        #: Awaited dispatches of one launch and nothing else: each counts as a
+        #: dispatch, a kernel launch and a sync point. The hot path updates this one
+        #: counter instead of those three; reads add it to them.
+        self.awaited_launches = 0
         self.dispatches = 0
         self.kernel_launches = 0
         self.bytes_uploaded = 0
@@ -126,14 +130,20 @@ class TelemetryCounters:
         """Zero the activity counters (gauges of live memory are kept)."""
         for name in self._RESETTABLE:
             setattr(self, name, 0)
+        self.awaited_launches = 0
 
     def activity(self) -> Activity:
         """The counters :class:`Activity` holds, as they are now."""
-        return Activity(self.sync_points, self.kernel_launches, self.bytes_uploaded)
+        awaited = self.awaited_launches
+        return Activity(
+            self.sync_points + awaited, self.kernel_launches + awaited, self.bytes_uploaded
+        )
 
     def snapshot(self, *, backend: str, device: str, **gauges: int) -> TelemetrySnapshot:
         """Freeze the counters, plus backend-specific gauges (pinned bytes, caches)."""
         fields = {name: getattr(self, name) for name in self._RESETTABLE}
+        for name in ("dispatches", "kernel_launches", "sync_points"):
+            fields[name] += self.awaited_launches
         fields["resident_buffers_live"] = self.resident_buffers_live
         fields["resident_bytes_live"] = self.resident_bytes_live
         fields.update(gauges)

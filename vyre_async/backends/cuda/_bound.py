@@ -195,9 +195,13 @@ class BoundLaunch:
 
     def _note_direct(self) -> None:
         #: Whether a dispatch is one launch and nothing else: no staging, no borrowed
-        #: arrays, no outputs to clear (the awaited path's shortest branch).
+        #: arrays, no outputs to clear or return (the awaited path's shortest branch).
         self.direct = not (
-            self.empty or self.foreign or self.plan is not None or self.resident_clears
+            self.empty
+            or self.foreign
+            or self.plan is not None
+            or self.resident_clears
+            or self.outputs
         )
 
     def set_scalars(self, scalars: Mapping[str, Any]) -> None:

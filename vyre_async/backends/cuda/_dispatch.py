@@ -26,7 +26,7 @@ from .._prepared_dispatch import PreparedDispatch
 from .._resident import ResidentBuffer
 from ._base import INLINE_COPY_BYTES, OPEN, CudaBase
 from ._bound import BoundLaunch, Staging
-from ._work import NO_WAITS, DispatchWork, Work, unrecorded
+from ._work import NO_WAITS, DispatchWork, LaunchWork, Work, unrecorded
 
 
 class CudaDispatch(CudaBase):
@@ -141,25 +141,37 @@ class CudaDispatch(CudaBase):
         registry = self._registry
         if launch.generation != registry.generation:
             launch.refresh(registry)
-        times, timing = 1, False
-        if config is not None:
-            times, timing = config.fixpoint_iterations, config.timing
-        staging = None
-        waited = False
-        if launch.plan is not None and launch.plan.total > INLINE_COPY_BYTES:
-            staging = await self._stage_in_thread(launch, inputs)
-            waited = True
-        work = DispatchWork(self, launch)
-        if launch.outputs:
-            work.keep = True
-        records = launch.records
-        waits = registry.claim(records, work) if records else NO_WAITS
-        if waits and unrecorded(waits):
-            waits = await self._await_unrecorded(work, waits, staging)
-            waited = True
-        if waited and scalars != launch.raw_scalars:
-            launch.set_scalars(scalars)  # another dispatch of this launch ran meanwhile
-        self._enqueue_dispatch(launch, work, inputs, waits, times, timing, staging)
+        bare = config is None and launch.direct
+        work: LaunchWork | DispatchWork
+        if bare:  # one launch over resident buffers, nothing else: claimed and enqueued now
+            work = LaunchWork()
+            records = launch.records
+            waits = registry.claim(records, work) if records else NO_WAITS
+            if waits and unrecorded(waits):
+                waits = await self._await_unrecorded(work, waits, None)
+                if scalars != launch.raw_scalars:
+                    launch.set_scalars(scalars)  # another dispatch of this launch ran meanwhile
+            # _enqueue_dispatch, for one launch: inlined, as this is most dispatches.
+            device = self._device
+            assert device is not None
+            device.make_current()
+            lane = self._lane_after(waits) if waits else next(self._lane_turns)
+            watcher = self._watcher
+            try:
+                if watcher.stopped or device.health.error is not None:
+                    watcher.check_accepting()  # raises why no work is taken
+                if waits:
+                    self._wait_for(lane, waits)
+                returned = self._launch_kernel(*launch.head, lane.stream, launch.args, 0)
+                if returned[0]:
+                    self._raise_for(returned, "cuLaunchKernel")
+            except BaseException as exc:
+                self._sync_after_failure(lane.stream)  # its memory is reused only then
+                work.complete(exc)
+                raise
+            watcher.add(lane, work)
+        else:
+            work = await self._enqueue_staged(launch, inputs, config, scalars)
         if not work._done:
             if config is not None and config.timeout is not None:
                 try:
@@ -187,6 +199,13 @@ class CudaDispatch(CudaBase):
                         work.drop()
                         raise
         counters = self._counters
+        if bare:
+            counters.awaited_launches += 1  # a dispatch, a kernel launch and a sync point
+            if work._error is not None:
+                raise work._error
+            return {}
+        assert isinstance(work, DispatchWork)
+        times = 1 if config is None else config.fixpoint_iterations
         counters.dispatches += 1
         counters.kernel_launches += launch.launches * times
         counters.sync_points += 1
@@ -198,11 +217,50 @@ class CudaDispatch(CudaBase):
             outputs = launch.take_outputs(work.host)
             counters.bytes_downloaded += launch.download[1]
             work.drop()
-        if timing and work.device_ns is not None:
+        if config is not None and config.timing and work.device_ns is not None:
             counters.device_ns_total += work.device_ns
         return outputs
 
-    async def _follow_with_timeout(self, work: Work, config: DispatchConfig) -> None:
+    async def _enqueue_staged(
+        self,
+        launch: BoundLaunch,
+        inputs: Mapping[str, Any],
+        config: DispatchConfig | None,
+        scalars: Mapping[str, Any],
+    ) -> DispatchWork:
+        """Claim and enqueue a dispatch that is more than one launch over resident
+        buffers: host inputs staged (in a worker thread when large), outputs cleared
+        or copied out, borrowed arrays, timing or repeated launches."""
+        times, timing = 1, False
+        if config is not None:
+            times, timing = config.fixpoint_iterations, config.timing
+        staging = None
+        waited = False
+        plan = launch.plan
+        registry = self._registry
+        if plan is not None and plan.total > INLINE_COPY_BYTES:
+            staging = await self._stage_in_thread(launch, inputs)
+            waited = True
+            if launch.generation != registry.generation:  # a buffer left meanwhile
+                try:
+                    launch.refresh(registry)  # a freed one is refused
+                except BaseException:
+                    self._give_back_staging(launch, staging)
+                    raise
+        work = DispatchWork(self, launch)
+        if launch.outputs:
+            work.keep = True
+        records = launch.records
+        waits = registry.claim(records, work) if records else NO_WAITS
+        if waits and unrecorded(waits):
+            waits = await self._await_unrecorded(work, waits, staging)
+            waited = True
+        if waited and scalars != launch.raw_scalars:
+            launch.set_scalars(scalars)  # another dispatch of this launch ran meanwhile
+        self._enqueue_dispatch(launch, work, inputs, waits, times, timing, staging)
+        return work
+
+    async def _follow_with_timeout(self, work: Completion, config: DispatchConfig) -> None:
         try:
             with anyio.fail_after(config.timeout):
                 await self._watcher.follow(work)
@@ -215,7 +273,7 @@ class CudaDispatch(CudaBase):
             ) from None
 
     async def _await_unrecorded(
-        self, work: Work, waits: list[Completion], staging: Staging | None
+        self, work: Completion, waits: list[Completion], staging: Staging | None
     ) -> list[Completion]:
         """Wait for earlier work not enqueued yet (it has no event to wait on).
 
@@ -235,9 +293,10 @@ class CudaDispatch(CudaBase):
                 if earlier._done:
                     order += [w for w in still_ahead(earlier) if w not in order]
         except BaseException as exc:
-            if staging is not None:
+            if staging is not None:  # only a dispatch's own work is given staging
+                assert isinstance(work, Work)
                 work.host = staging
-            work.keep = False
+                work.keep = False  # nobody collects its outputs: the release frees it
             work.complete(exc)
             raise
         return order
@@ -266,27 +325,21 @@ class CudaDispatch(CudaBase):
             lane = self._lane_after(waits)
         else:
             lane = next(self._lane_turns)
-        stream = lane.stream
         watcher = self._watcher
         try:
             if watcher.stopped or device.health.error is not None:
                 watcher.check_accepting()  # raises why no work is taken
             if waits:
                 self._wait_for(lane, waits)
-            if launch.direct and times == 1 and not timing:  # one launch, nothing else
-                returned = self._launch_kernel(*launch.head, stream, launch.args, 0)
-                if returned[0]:
-                    self._raise_for(returned, "cuLaunchKernel")
-            else:
-                self._enqueue_full(launch, work, inputs, stream, times, timing, staging)
+            self._enqueue_on(launch, work, inputs, lane.stream, times, timing, staging)
         except BaseException as exc:
-            self._sync_after_failure(stream)
+            self._sync_after_failure(lane.stream)  # its memory is reused only then
             work.keep = False
             work.complete(exc)
             raise
         watcher.add(lane, work)
 
-    def _enqueue_full(
+    def _enqueue_on(
         self,
         launch: BoundLaunch,
         work: DispatchWork,
@@ -296,8 +349,8 @@ class CudaDispatch(CudaBase):
         timing: bool,
         staging: Staging | None,
     ) -> None:
-        """Everything a dispatch enqueues beyond one launch: borrowed arrays bound,
-        staging copy in, output clears, timing events, repeated launches, copy out."""
+        """Enqueue a dispatch's work on ``stream``: borrowed arrays bound, staging copy
+        in, output clears, timing events, the launches, copy out."""
         device = self._device
         assert device is not None
         if launch.foreign:

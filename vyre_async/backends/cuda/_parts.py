@@ -45,7 +45,7 @@ class CudaParts(ABC):
     # _dispatch.py
     @abstractmethod
     async def _await_unrecorded(
-        self, work: Work, waits: list[Completion], staging: Staging | None
+        self, work: Completion, waits: list[Completion], staging: Staging | None
     ) -> list[Completion]: ...
 
     @abstractmethod
