@@ -15,7 +15,8 @@ inputs drawn from a seeded generator (never zeros):
 (e)  64 tasks, each awaiting 300 resident dispatches on its own buffers: dispatches/s
 (e2) the same 64-task structure with the CuPy poll loop of (b2), each task its stream
 (e0) the floor of (e): the same 64 tasks, each launching with a pre-packed
-     cuda-bindings ``cuLaunchKernel`` on its own buffers and parking on an asyncio
+     ``cuLaunchKernel`` on its own buffers (through the backend's launcher: CuPy's
+     where CuPy is installed, see ``launch_call.py``) and parking on an asyncio
      future, one poller task recording an event per stream each loop turn and
      setting the futures of the work it saw finish; no buffer tracking, validation
      or error handling (what any design on asyncio and cuda-bindings pays at least)
@@ -62,6 +63,7 @@ import msgspec
 import numpy as np
 
 import vyre_async as va
+from vyre_async.cuda import kernel_launcher
 from vyre_async.kernels import axpy, compile_kernel
 from vyre_async.testing import spin_kernel
 
@@ -258,7 +260,7 @@ class FloorModel:
         flags = int(cu.CUstream_flags.CU_STREAM_NON_BLOCKING)
         self.streams = [raw.ok(cu.cuStreamCreate(flags)) for _ in range(streams)]
         self.events: list[Any] = []  # spare events
-        self.head = (raw.function, *raw.shape.grid, *raw.shape.block, 0)
+        self.head = (int(raw.function), *raw.shape.grid, *raw.shape.block, 0)
         self.buffers: list[tuple[int, int]] = []
         self.slots: list[Any] = []  # the parameter blocks, kept alive
         self.addresses: list[int] = []
@@ -289,7 +291,7 @@ class FloorModel:
     async def rate_round(self, launch: bool, per_task: int = PER_TASK) -> float:
         """Dispatches/s of TASKS tasks each awaiting ``per_task`` launches."""
         cu, raw, loop = self.cu, self.raw, asyncio.get_running_loop()
-        launch_kernel = cu.cuLaunchKernel if launch else _skip_launch
+        launch_kernel = kernel_launcher(cu).call if launch else _skip_launch
         head, streams, spare = self.head, self.streams, self.events
         not_ready = raw.not_ready
         this_turn: list[asyncio.Future[None]] = []
@@ -315,9 +317,10 @@ class FloorModel:
                         future.set_result(None)
 
         async def task(index: int) -> None:
-            stream, address = streams[index % len(streams)], self.addresses[index]
+            stream, address = int(streams[index % len(streams)]), self.addresses[index]
             for _ in range(per_task):
-                if launch_kernel(*head, stream, address, 0)[0]:
+                returned = launch_kernel(*head, stream, address, 0)  # CuPy's raises
+                if returned is not None and returned[0]:
                     raise RuntimeError("cuLaunchKernel failed")
                 future = loop.create_future()
                 this_turn.append(future)

@@ -58,6 +58,9 @@ async def _info() -> dict[str, object]:
             report["device_info"] = msgspec.to_builtins(info)
             driver = int(info.driver_version)
             report["driver_version"] = f"{driver // 1000}.{driver % 1000 // 10}"
+        launcher = getattr(backend, "launcher", None)
+        if launcher is not None:
+            report["launcher"] = launcher
     return report
 
 

@@ -462,3 +462,35 @@ async def test_a_read_holds_its_buffer_behind_a_running_writer(cuda: va.Backend)
         await pending
     await cuda.free(y)
     np.testing.assert_array_equal(got[0], x)
+
+
+@pytest.mark.parametrize("choice", ["auto", "cuda-bindings"])
+async def test_both_launchers_run_resident_dispatches_as_the_float64_model(
+    choice: str, rng: np.random.Generator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Dispatches launched by CuPy's launcher (where CuPy is installed) and by
+    cuda-bindings' equal float64 NumPy: single launches, repeated launches, and
+    host inputs."""
+    monkeypatch.setenv("VYRE_ASYNC_LAUNCHER", choice)
+    try:
+        import cupy_backends.cuda.api.driver  # noqa: F401
+
+        expected = "cupy" if choice == "auto" else "cuda-bindings"
+    except ImportError:
+        expected = "cuda-bindings"
+    n = 4097
+    x = rng.standard_normal(n).astype(np.float32)
+    y = rng.standard_normal(n).astype(np.float32)
+    async with va.open_backend("cuda") as cuda:
+        assert cuda.launcher == expected  # type: ignore[attr-defined]
+        xb, yb = await cuda.upload(x), await cuda.upload(y)
+        for _ in range(5):
+            await cuda.dispatch(axpy, {"x": xb, "y": yb}, a=0.5)
+        config = va.DispatchConfig(fixpoint_iterations=3)
+        await cuda.dispatch(axpy, {"x": xb, "y": yb}, config=config, a=2.0)
+        out = await cuda.dispatch(axpy, {"x": x, "y": y}, a=-1.5)
+        want = y.astype(np.float64) + 5 * 0.5 * x.astype(np.float64) + 3 * 2.0 * x
+        np.testing.assert_allclose(await cuda.read(yb), want, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(out["y"], y.astype(np.float64) - 1.5 * x, rtol=1e-6, atol=1e-6)
+        await cuda.free(xb)
+        await cuda.free(yb)

@@ -24,6 +24,9 @@ from ._driver import is_sticky as is_sticky
 from ._driver import load_driver as load_driver
 from ._handles import EventPool as EventPool
 from ._handles import StreamPool as StreamPool
+from ._launcher import KernelLauncher as KernelLauncher
+from ._launcher import failed_launch as failed_launch
+from ._launcher import kernel_launcher as kernel_launcher
 from ._memory import DeviceAllocation as DeviceAllocation
 from ._memory import DeviceMemoryPool as DeviceMemoryPool
 from ._memory import PinnedBuffer as PinnedBuffer
@@ -38,6 +41,7 @@ __all__ = [
     "DeviceInfo",
     "DeviceMemoryPool",
     "EventPool",
+    "KernelLauncher",
     "MemoryPoolStats",
     "PinnedBuffer",
     "PinnedHostPool",
@@ -47,6 +51,8 @@ __all__ = [
     "check",
     "error_for",
     "event_query_failure",
+    "failed_launch",
     "is_sticky",
+    "kernel_launcher",
     "load_driver",
 ]

@@ -89,7 +89,9 @@ class CudaBase(BackendCore[DeviceAllocation], CudaParts):
     _exports: CudaExporter
     # The hot path's driver functions, bound once.
     _drv: Any
-    _launch_kernel: Any
+    _launcher: str  # KernelLauncher.name
+    _launch_kernel: Any  # KernelLauncher.call
+    _launch_error: type[Exception]  # KernelLauncher.error
     _copy_in: Any
     _copy_out: Any
     _memset: Any
@@ -136,6 +138,13 @@ class CudaBase(BackendCore[DeviceAllocation], CudaParts):
     def device_info(self) -> DeviceInfo:
         """Name, compute capability, memory, driver version and launch limits."""
         return self._cuda().info
+
+    @property
+    def launcher(self) -> str:
+        """What launches kernels: ``"cupy"`` (CuPy's launcher, where CuPy is installed)
+        or ``"cuda-bindings"``; see ``VYRE_ASYNC_LAUNCHER`` in the dispatch guide."""
+        self._cuda()
+        return self._launcher
 
     def _cuda(self) -> CudaDevice:
         if self._device is None:

@@ -139,8 +139,9 @@ class BoundLaunch:
         self.loaded = loaded
         shape = call.launch
         self.empty = shape.empty
-        #: ``cuLaunchKernel``'s arguments before the stream: function, grid, block, shared.
-        self.head = (loaded.function, *shape.grid, *shape.block, shape.shared_bytes)
+        #: ``cuLaunchKernel``'s arguments before the stream: function (its handle as an
+        #: integer, what either launcher takes), grid, block, shared bytes.
+        self.head = (int(loaded.function), *shape.grid, *shape.block, shape.shared_bytes)
         slots, self._pointers = loaded.new_block()
         self.args = ctypes.addressof(self._pointers)
         by_name = dict(zip((p.name for p in kernel.params), slots, strict=True))

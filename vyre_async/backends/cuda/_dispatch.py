@@ -16,9 +16,10 @@ from typing import Any
 import anyio
 import numpy as np
 
+from ...cuda import failed_launch
 from ...errors import DispatchError
 from ...kernels import Kernel
-from ...streams import Completion
+from ...streams import Completion, Lane
 from .._checks import check_place, still_ahead, wait_quietly
 from .._config import DispatchConfig
 from .._core import OutputPlace, Outputs
@@ -162,8 +163,11 @@ class CudaDispatch(CudaBase):
                     watcher.check_accepting()  # raises why no work is taken
                 if waits:
                     self._wait_for(lane, waits)
-                returned = self._launch_kernel(*launch.head, lane.stream, launch.args, 0)
-                if returned[0]:
+                try:  # lane.key is the stream's handle (see failed_launch for the two kinds)
+                    returned = self._launch_kernel(*launch.head, lane.key, launch.args, 0)
+                except self._launch_error as exc:
+                    returned = failed_launch(exc)
+                if returned is not None and returned[0]:
                     self._raise_for(returned, "cuLaunchKernel")
             except BaseException as exc:
                 self._sync_after_failure(lane.stream)  # its memory is reused only then
@@ -331,7 +335,7 @@ class CudaDispatch(CudaBase):
                 watcher.check_accepting()  # raises why no work is taken
             if waits:
                 self._wait_for(lane, waits)
-            self._enqueue_on(launch, work, inputs, lane.stream, times, timing, staging)
+            self._enqueue_on(launch, work, inputs, lane, times, timing, staging)
         except BaseException as exc:
             self._sync_after_failure(lane.stream)  # its memory is reused only then
             work.keep = False
@@ -344,15 +348,16 @@ class CudaDispatch(CudaBase):
         launch: BoundLaunch,
         work: DispatchWork,
         inputs: Mapping[str, Any],
-        stream: Any,
+        lane: Lane,
         times: int,
         timing: bool,
         staging: Staging | None,
     ) -> None:
-        """Enqueue a dispatch's work on ``stream``: borrowed arrays bound, staging copy
-        in, output clears, timing events, the launches, copy out."""
+        """Enqueue a dispatch's work on ``lane``'s stream: borrowed arrays bound,
+        staging copy in, output clears, timing events, the launches, copy out."""
         device = self._device
         assert device is not None
+        stream = lane.stream
         if launch.foreign:
             self._bind_borrowed(launch, work, inputs, stream)
         plan = launch.plan
@@ -383,10 +388,18 @@ class CudaDispatch(CudaBase):
             work.timing = pair = self._take_timing()
             device.call(self._record_event, pair[0], stream)
         if not launch.empty:
-            launch_kernel, head, args = self._launch_kernel, launch.head, launch.args
+            launch_kernel, head, args, handle = (
+                self._launch_kernel,
+                launch.head,
+                launch.args,
+                lane.key,
+            )
             for _ in range(times):
-                returned = launch_kernel(*head, stream, args, 0)
-                if returned[0]:
+                try:
+                    returned = launch_kernel(*head, handle, args, 0)
+                except self._launch_error as exc:
+                    returned = failed_launch(exc)
+                if returned is not None and returned[0]:
                     self._raise_for(returned, "cuLaunchKernel")
         if timing:
             device.call(self._record_event, work.timing[1], stream)  # type: ignore[index]

@@ -22,6 +22,7 @@ from ...cuda import (
     StreamPool,
     check,
     event_query_failure,
+    kernel_launcher,
 )
 from ...errors import DeviceLostError, VyreError
 from ...kernels import builtin_kernels
@@ -91,13 +92,16 @@ class CudaLifecycle(CudaBase):
                 release_event=self._events.release,
                 synchronize=lambda stream: device.call(driver.cuStreamSynchronize, stream),
             )
+            # Keyed by the stream's handle: what the launch call takes (as an integer).
             self._lanes = [self._watcher.lane(int(s), s) for s in self._streams]
             self._lane_turns = itertools.cycle(self._lanes)
             self._export_stream = self._stream_pool.acquire()
             self._producer_event = self._events.acquire()
             self._exports.attach(self._registry, device, self._watcher, self._export_stream)
             self._drv = driver
-            self._launch_kernel = driver.cuLaunchKernel
+            launcher = kernel_launcher(driver)
+            self._launch_kernel, self._launch_error = launcher.call, launcher.error
+            self._launcher = launcher.name
             self._copy_in = driver.cuMemcpyHtoDAsync
             self._copy_out = driver.cuMemcpyDtoHAsync
             self._memset = driver.cuMemsetD8Async
@@ -107,7 +111,7 @@ class CudaLifecycle(CudaBase):
             await anyio.to_thread.run_sync(device.close)
             raise
         self._device = device
-        self._log = self._log.bind(ordinal=self._ordinal)
+        self._log = self._log.bind(ordinal=self._ordinal, launcher=self._launcher)
 
     async def _start_background(self, task_group: anyio.abc.TaskGroup) -> None:
         await task_group.start(self._watcher.run)
