@@ -163,7 +163,9 @@ class CudaDispatch(CudaBase):
                     watcher.check_accepting()  # raises why no work is taken
                 if waits:
                     self._wait_for(lane, waits)
-                try:  # lane.key is the stream's handle (see failed_launch for the two kinds)
+                # lane.key is the stream's handle. CuPy's launcher raises a failure,
+                # cuda-bindings' returns it: both end in _raise_for.
+                try:
                     returned = self._launch_kernel(*launch.head, lane.key, launch.args, 0)
                 except self._launch_error as exc:
                     returned = failed_launch(exc)
