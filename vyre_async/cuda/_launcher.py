@@ -2,8 +2,8 @@
 
 Both candidates call the driver's ``cuLaunchKernel`` in the calling thread's current
 context with the same arguments (function and stream as integer handles, the
-argument block's address). They differ only in their Python wrapper: on an H200,
-cuda-bindings' ``cuLaunchKernel`` took 0.4-0.9 us more per call than CuPy's
+argument block's address). They differ only in their Python wrapper: on an H100 and
+an H200, cuda-bindings' ``cuLaunchKernel`` took 0.5-0.9 us more per call than CuPy's
 ``launchKernel``, a Cython function of plain integers (``bench/launch_call.py``
 measures both). An awaited single launch spends most of its time in that call, so
 the backend uses CuPy's when it can:
