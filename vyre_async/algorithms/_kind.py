@@ -247,13 +247,20 @@ class QueryKind(ABC, Generic[P]):
         (a :class:`~vyre_async.errors.ValidationError` with a fix). Default: none."""
 
     # ---------------------------------------------------------------------- jobs
+    #: How to mend what :meth:`graph_problem` reports.
+    graph_fix: ClassVar[str] = "use another graph."
+
     def graph_problem(self, params: P, *, weighted: bool) -> str | None:
-        """Why this kind cannot run on the job's graph (with a fix), or ``None``."""
+        """Why this kind cannot run on a graph (``weighted`` or not), or ``None``."""
         return None
 
     def row_bytes(self, params: P, num_vertices: int) -> int:
         """Host bytes of one query's row (a job sizes its blocks by it)."""
         return 4
+
+    def keeps_arrays(self, params: P) -> bool:
+        """Whether each job item of ``params`` writes a full-result array."""
+        return False
 
     @abstractmethod
     def summarize(self, params: P, sources: np.ndarray, result: np.ndarray) -> Summary:

@@ -19,7 +19,7 @@ from ..errors import DeviceLostError, VyreError
 from ..logging import get_logger
 from ._committer import Outcomes
 from ._count_records import RecordPart
-from ._execute import array_records, count_records
+from ._execute import block_records, reads_counts
 from ._items import ItemBlock
 from ._records import ItemRecord
 from ._retry import retry_delay
@@ -90,10 +90,10 @@ class BlockAttempts:
                     return await self._item_by_item(target, block, store)
                 return [self._failed(block, exc, attempts)], 1
             run_ms = round((time.perf_counter() - started) * 1000, 3)
-            if result.counts is not None:
-                return count_records(block, workload, result.counts, attempts, run_ms), 0
+            if reads_counts(workload):  # columns of counts: cheaper than a thread hop
+                return block_records(store, block, workload, result, attempts, run_ms), 0
             records = await anyio.to_thread.run_sync(
-                array_records, store, block, workload, result, attempts, run_ms
+                block_records, store, block, workload, result, attempts, run_ms
             )
             return records, 0
 

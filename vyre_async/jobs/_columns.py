@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Sequence
-from typing import Any, get_args, get_type_hints
+from typing import Any
 
 import msgspec
 
+from ..algorithms import kind_names
 from ..errors import ConfigurationError, VyreError
 from ._records import ItemRecord
 
@@ -24,7 +25,6 @@ FIELDS: tuple[str, ...] = ItemRecord.__struct_fields__
 _STRINGS = {"kind", "array", "error"}
 _FLOATS = {"top_rank", "run_ms"}
 _NOT_NULL = {"id", "workload", "kind", "ok", "attempts", "batch", "run_ms"}
-_KINDS = set(get_args(get_type_hints(ItemRecord)["kind"]))
 _encoder = msgspec.json.Encoder()
 PYARROW_FIX = "install it: pip install 'vyre-async[parquet]' (or pip install pyarrow)"
 
@@ -112,8 +112,9 @@ def check_table(pa: Any, table: Any) -> None:
         if table.column(name).null_count:
             raise ValueError(f"its column {name!r} holds nulls")
     kinds = set(table.column("kind").unique().to_pylist())
-    if not kinds <= _KINDS:
-        raise ValueError(f"its column 'kind' holds {sorted(kinds - _KINDS)}")
+    known = set(kind_names())
+    if not kinds <= known:
+        raise ValueError(f"its column 'kind' holds {sorted(kinds - known)}")
 
 
 def parquet_bytes(lines: bytes) -> bytes:

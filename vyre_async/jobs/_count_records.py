@@ -81,7 +81,7 @@ class CountRecords:
         return ItemRecord(
             id=item,
             workload=self.workload,
-            kind=self.kind,  # type: ignore[arg-type]
+            kind=self.kind,
             source=source,
             reached=reached,
             attempts=self.attempts,

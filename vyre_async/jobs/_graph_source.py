@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import threading
 from pathlib import Path
+from typing import Any
 
 import msgspec
 
@@ -100,5 +101,6 @@ def resolve_sources(spec: JobSpec, job_file: Path) -> JobSpec:
         if isinstance(workload.sources, str):
             where = f"{job_file}: $.workload[{i}].sources"
             ids = read_sources_file(job_file.parent / workload.sources, where)
-            workloads[i] = msgspec.structs.replace(workload, sources=ids.tolist())
+            changed: Any = msgspec.structs.replace(workload, sources=ids.tolist())  # type: ignore[type-var]
+            workloads[i] = changed
     return msgspec.structs.replace(spec, workload=workloads)

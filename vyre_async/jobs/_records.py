@@ -10,8 +10,6 @@ reader (or a resumed run) never sees half of a chunk or a record twice.
 
 from __future__ import annotations
 
-from typing import Literal
-
 import msgspec
 
 from ._layout import ChunkFormat
@@ -33,7 +31,7 @@ class ItemRecord(msgspec.Struct, frozen=True, forbid_unknown_fields=True, gc=Fal
     Attributes:
         id: Item id (see :mod:`vyre_async.jobs` for the numbering).
         workload: Index of its workload in the job file.
-        kind: ``"bfs"``, ``"khop"``, ``"reach"`` or ``"pagerank"``.
+        kind: The workload's kind (a registered query kind's name).
         source: Source vertex (``None`` for PageRank).
         ok: Whether it succeeded; a failed item has ``error`` and ``error_code``.
         reached: Vertices reached (within ``k`` hops for ``khop``), source included.
@@ -53,7 +51,7 @@ class ItemRecord(msgspec.Struct, frozen=True, forbid_unknown_fields=True, gc=Fal
 
     id: int
     workload: int
-    kind: Literal["bfs", "khop", "reach", "pagerank"]
+    kind: str
     source: int | None = None
     ok: bool = True
     reached: int | None = None

@@ -59,6 +59,7 @@ from ._graph_source import job_fingerprint, resolve_sources
 from ._items import (
     ItemBlock,
     check_sources,
+    check_workloads,
     iter_blocks,
     listed_source_arrays,
     sources_out_degree,
@@ -281,6 +282,12 @@ class JobRunner(Lifecycle):
             listed = await anyio.to_thread.run_sync(listed_source_arrays, spec)
             await anyio.to_thread.run_sync(
                 check_sources, spec, graph.num_vertices, str(self._job_file), out_degree, listed
+            )
+            check_workloads(
+                spec,
+                str(self._job_file),
+                num_vertices=graph.num_vertices,
+                weighted=graph.weights is not None,
             )
             progress = Progress(
                 self._total,

@@ -7,10 +7,11 @@ impossible value fails at load time with the path inside the file
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol, Union
 
 import msgspec
 
+from ..algorithms import Params, QueryKind, lookup, query_kinds
 from ..sessions import BatchingConfig
 
 Positive = Annotated[int, msgspec.Meta(ge=1)]
@@ -79,26 +80,89 @@ class RandomSources(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     min_out_degree: NonNegative = 0
 
 
-class WorkloadSection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """``[[workload]]``: one kind of analysis over a set of sources.
+#: A workload's sources: listed vertex ids, random ones, or a file of them.
+Sources = list[VertexId] | RandomSources | Annotated[str, msgspec.Meta(min_length=1)]
 
-    ``k`` is required for ``khop`` and refused otherwise; ``pagerank`` takes no
-    sources (it is one item), the traversal kinds require them. ``sources`` is a list
-    of vertex ids, ``{ random = N, seed = S }``, or the path (relative to the job
-    file) of a ``.npy`` file holding a 1-D integer array or of a text file of
-    integers separated by whitespace, ``#`` starting a comment; ``load_job`` reads
-    such a file and the spec it returns holds the list.
+
+class WorkloadSection(Protocol):
+    """``[[workload]]``: one kind of query over a set of sources (or the whole graph).
+
+    ``kind`` names a registered query kind (:func:`vyre_async.algorithms.kind_names`);
+    the other fields are the kind's parameters (its ``params`` struct: ``readback``
+    for ``bfs``, ``k`` for ``khop``, ``damping`` for ``pagerank``...) and, for a kind
+    whose queries have a source, ``sources``: a list of vertex ids, ``{ random = N,
+    seed = S }``, or the path (relative to the job file) of a ``.npy`` file holding a
+    1-D integer array or of a text file of integers separated by whitespace, ``#``
+    starting a comment; ``load_job`` reads such a file and the spec it returns holds
+    the list. A kind without sources (``pagerank``) is one item and takes none.
+
+    Each kind's workload is its own struct (:func:`workload_type`), decoded by
+    ``kind``; this protocol is what every one of them offers.
     """
 
-    kind: Literal["bfs", "khop", "reach", "pagerank"]
-    sources: list[VertexId] | RandomSources | Annotated[str, msgspec.Meta(min_length=1)] | None = (
-        None
+    @property
+    def kind(self) -> str:
+        """The kind's name."""
+        ...
+
+    @property
+    def sources(self) -> Sources | None:
+        """The workload's sources (``None`` for a kind without them)."""
+        ...
+
+    @property
+    def unit(self) -> QueryKind[Any]:
+        """The registered kind."""
+        ...
+
+    @property
+    def params(self) -> Params:
+        """The kind's parameters, without ``sources``."""
+        ...
+
+
+def _workload_struct(unit: QueryKind[Any]) -> type[msgspec.Struct]:
+    """The ``[[workload]]`` struct of one kind: its parameters plus ``sources``."""
+    names = tuple(unit.params.__struct_fields__)
+
+    def params(self: Any) -> Params:
+        return unit.params(**{name: getattr(self, name) for name in names})
+
+    return msgspec.defstruct(
+        f"{unit.params.__name__.removesuffix('Params')}Workload",
+        [("sources", Sources | None, None)],
+        bases=(unit.params,),
+        tag=unit.name,
+        tag_field="kind",
+        frozen=True,
+        forbid_unknown_fields=True,
+        kw_only=True,
+        namespace={
+            "kind": property(lambda self: unit.name, doc="The kind's name."),
+            "unit": property(lambda self: unit, doc="The registered kind."),
+            "params": property(params, doc="The kind's parameters, without sources."),
+        },
     )
-    readback: Literal["levels", "counts"] = "counts"
-    k: VertexId | None = None
-    damping: Annotated[float, msgspec.Meta(gt=0.0, lt=1.0)] = 0.85
-    tol: Annotated[float, msgspec.Meta(gt=0.0, le=1.0)] = 1e-6
-    max_iter: Annotated[int, msgspec.Meta(ge=1, le=1_000_000)] = 100
+
+
+_WORKLOADS: dict[str, type[msgspec.Struct]] = {
+    unit.name: _workload_struct(unit) for unit in query_kinds()
+}
+
+
+def workload_type(kind: str) -> type[msgspec.Struct]:
+    """The ``[[workload]]`` struct of a registered kind (make one with its fields)."""
+    try:
+        return _WORKLOADS[kind]
+    except KeyError:
+        lookup(kind)  # raises, naming the kinds there are
+        raise
+
+
+if TYPE_CHECKING:
+    AnyWorkload = WorkloadSection
+else:
+    AnyWorkload = Union[tuple(_WORKLOADS.values())]  # noqa: UP007 (a runtime union)
 
 
 class OutputSection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -171,7 +235,7 @@ class JobSpec(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
     job: JobSection
     graph: GraphSection
-    workload: Annotated[list[WorkloadSection], msgspec.Meta(min_length=1)]
+    workload: Annotated[list[AnyWorkload], msgspec.Meta(min_length=1)]
     output: OutputSection = OutputSection()
     batching: BatchingSection = BatchingSection()
     limits: LimitsSection = LimitsSection()
@@ -192,9 +256,7 @@ class JobSpec(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
             if graph.weight_column is not None:
                 raise ValueError("$.graph.weight_column: only kind 'table' reads columns")
         for i, w in enumerate(self.workload):
-            if (w.kind == "khop") != (w.k is not None):
-                raise ValueError(f"$.workload[{i}].k: set k for 'khop' workloads and only for them")
-            if w.kind == "pagerank" and w.sources is not None:
-                raise ValueError(f"$.workload[{i}].sources: pagerank takes no sources")
-            if w.kind != "pagerank" and not w.sources:
+            if not w.unit.takes_sources and w.sources is not None:
+                raise ValueError(f"$.workload[{i}].sources: {w.kind} takes no sources")
+            if w.unit.takes_sources and not w.sources:
                 raise ValueError(f"$.workload[{i}].sources: {w.kind!r} needs at least one source")

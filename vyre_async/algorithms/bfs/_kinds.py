@@ -160,6 +160,10 @@ class _Traversal(QueryKind[Any]):
             return 4 * num_vertices
         return 4 * len(self.targets(params)) if readback == "targets" else 4
 
+    def keeps_arrays(self, params: Any) -> bool:
+        """All but a ``"counts"`` readback."""
+        return self.readback(params) != "counts"
+
     def summarize(self, params: Any, sources: np.ndarray, result: np.ndarray) -> Summary:
         """Reached counts; with levels also the deepest level and each item's array."""
         if self.readback(params) == "counts":
