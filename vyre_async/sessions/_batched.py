@@ -16,6 +16,7 @@ import anyio
 import msgspec
 import numpy as np
 
+from .._lifecycle import BackgroundTasks
 from ..batching import BatcherStats, DynamicBatcher
 from ..graphs import CsrGraph
 from ._analyses import UNLIMITED, traverse_many
@@ -79,7 +80,7 @@ class BatchedQueries:
     _counters: RunCounters
     _batching: BatchingConfig | None
     _batcher: DynamicBatcher[QueryBlock, Any] | None
-    _task_group: anyio.abc.TaskGroup | None
+    _background: BackgroundTasks
 
     @abstractmethod
     def _check_open(self) -> None:
@@ -113,9 +114,7 @@ class BatchedQueries:
             max_in_flight=config.in_flight * len(self._replicas),
             name="resident-graph query batcher",
         )
-        task_group = anyio.create_task_group()
-        await task_group.__aenter__()
-        self._task_group = task_group
+        task_group = await self._background.open()
         await task_group.start(self._batcher.run)
 
     def _no_rows(self, readback: Readback, num_targets: int) -> np.ndarray:
