@@ -3,10 +3,11 @@
 A job file decodes into a frozen :class:`JobSpec`; a :class:`JobRunner` runs its
 items (one query per source, or one PageRank run, numbered from 0 in file order)
 through a resident-graph session and commits their :class:`ItemRecord` s to an
-output folder exactly once; :func:`read_records` reads them back (as records, an
-Arrow table or a pandas DataFrame) and :func:`open_item_arrays` the full-result
-arrays of the items that wrote one; :func:`describe_run` and :func:`export_records`
-are what ``vyre-async show`` prints and ``vyre-async export`` writes.
+output folder exactly once (:func:`run` does it in one synchronous call);
+:func:`read_records` reads them back (as records, an Arrow table or a pandas
+DataFrame) and :func:`open_item_arrays` the full-result arrays of the items that wrote
+one; :func:`describe_run` and :func:`export_records` are what ``vyre-async show``
+prints and ``vyre-async export`` writes.
 """
 
 from ._arrays import ItemArrays as ItemArrays
@@ -30,6 +31,7 @@ from ._preflight import check_job as check_job
 from ._reading import read_records as read_records
 from ._records import ItemRecord as ItemRecord
 from ._records import Manifest as Manifest
+from ._run_file import run as run
 from ._runner import JobRunner as JobRunner
 from ._show import describe_run as describe_run
 from ._signals import exiting_at_once_on_signals as exiting_at_once_on_signals
@@ -77,6 +79,7 @@ __all__ = [
     "read_item_array",
     "read_records",
     "register_executor",
+    "run",
     "serve_metrics",
     "total_items",
 ]
