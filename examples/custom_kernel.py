@@ -3,7 +3,8 @@
 ``clamp`` has a reference, so it runs on either backend and the CUDA result can be
 checked against it. ``scale_rows`` is CUDA-only (no reference): the CPU backend
 refuses it with an UnsupportedFeatureError, which this example shows and catches.
-The guide is docs/guide/kernels.md.
+The guide is docs/guide/kernels.md. Where the backend cannot open (``--backend cuda``
+without a GPU) it prints the reason and its fix on one line and exits 1.
 
 Usage: ``python examples/custom_kernel.py [--backend auto|cuda|cpu]``
 """
@@ -11,6 +12,7 @@ Usage: ``python examples/custom_kernel.py [--backend auto|cuda|cpu]``
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Mapping
 
 import anyio
@@ -115,4 +117,11 @@ async def main(kind: va.backends.BackendKind) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backend", choices=["auto", "cuda", "cpu"], default="auto")
-    anyio.run(main, parser.parse_args().backend)
+    backend = parser.parse_args().backend
+    try:
+        anyio.run(main, backend)
+    except va.VyreError as exc:  # no GPU for --backend cuda, most often
+        here = " Here: --backend cpu." if backend == "cuda" else ""
+        sys.exit(f"custom_kernel: {exc}{here}")
+    except KeyboardInterrupt:
+        sys.exit(130)

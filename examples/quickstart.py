@@ -3,9 +3,13 @@
 Runs on CUDA when a GPU answers, else on the CPU backend. It dispatches every
 built-in kernel on random data and checks each result against float64 NumPy, keeps
 buffers resident across a repeated sequence, runs many concurrent dispatches from
-one event loop, and prints the device and the backend's telemetry.
+one event loop, and prints the device and a line of the backend's telemetry (all of
+it in Prometheus' text format with ``--prometheus``). Where the backend cannot open
+(``--backend cuda`` without a GPU) it prints the reason and its fix on one line and
+exits 1, as ``vyre-async run`` does.
 
-Usage: ``python examples/quickstart.py [--backend auto|cuda|cpu] [--log-format json]``
+Usage: ``python examples/quickstart.py [--backend auto|cuda|cpu] [--log-format json]
+[--prometheus]``
 """
 
 from __future__ import annotations
@@ -29,8 +33,8 @@ def check(name: str, got: np.ndarray, want: np.ndarray, rtol: float) -> None:
     print(f"  {name:<28} ok  ({got.size} values match float64 NumPy)")
 
 
-async def main(kind: va.backends.BackendKind) -> None:
-    """Open a backend and exercise it."""
+async def main(kind: va.backends.BackendKind, prometheus: bool = False) -> None:
+    """Open a backend and exercise it; ``prometheus``: print its telemetry in full."""
     rng = np.random.default_rng()
     n = 1_000_003
     x = rng.standard_normal(n).astype(np.float32)
@@ -71,8 +75,14 @@ async def main(kind: va.backends.BackendKind) -> None:
         print(f"  {count} dispatches of 4 KiB awaited at {rate:,.0f} dispatches/s")
         for buf in (xb, yb, total):
             await backend.free(buf)
-        print("telemetry:")
-        print(va.to_prometheus_text(backend.telemetry()), end="")
+        figures = backend.telemetry()
+        print(
+            f"telemetry: {figures.dispatches} dispatches, {figures.kernel_launches} kernel "
+            f"launches, {figures.bytes_uploaded:,} bytes uploaded, "
+            f"{figures.bytes_downloaded:,} downloaded"
+        )
+        if prometheus:
+            print(va.to_prometheus_text(figures), end="")
 
 
 def cli() -> None:
@@ -80,9 +90,18 @@ def cli() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--backend", choices=["auto", "cuda", "cpu"], default="auto")
     parser.add_argument("--log-format", choices=["console", "json"], default="console")
+    parser.add_argument(
+        "--prometheus", action="store_true", help="print the telemetry in Prometheus' format"
+    )
     args = parser.parse_args()
     va.configure_logging(args.log_format)
-    anyio.run(main, args.backend)
+    try:
+        anyio.run(main, args.backend, args.prometheus)
+    except va.VyreError as exc:  # no GPU for --backend cuda, most often
+        here = " Here: --backend cpu." if args.backend == "cuda" else ""
+        sys.exit(f"quickstart: {exc}{here}")
+    except KeyboardInterrupt:
+        sys.exit(130)
 
 
 if __name__ == "__main__":

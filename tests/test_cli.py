@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -74,6 +75,31 @@ def test_run_refuses_a_used_folder_without_resume_and_resumes_with_it(
     assert "Traceback" not in err
     assert main(["run", str(job), "--resume", "--log-format", "json"]) == 0
     assert "0 items this run (3 committed before)" in capsys.readouterr().out
+
+
+def test_run_ends_by_saying_how_to_read_its_folder_and_each_way_works(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """After a run: `show`, `export` and `read_records(..., as_="pandas")` lines naming the
+    folder; the commands exit 0 as printed, and the Python line reads every record."""
+    job = write_job(tmp_path, [{"kind": "reach", "sources": [0, 1, 2]}])
+    assert main(["run", str(job)]) == 0
+    out = capsys.readouterr().out
+    folder = str((tmp_path / "out").resolve())
+    lines = [line.strip().removeprefix("read it:").strip() for line in out.splitlines()]
+    show = next(line for line in lines if line.startswith("vyre-async show "))
+    export = next(line for line in lines if line.startswith("vyre-async export "))
+    python = next(line for line in lines if line.startswith("vyre_async.jobs.read_records("))
+    assert shlex.split(show) == ["vyre-async", "show", folder]
+    assert shlex.split(export) == ["vyre-async", "export", folder, "--to", folder + ".csv"]
+    assert main(shlex.split(show)[1:]) == 0
+    assert "items:       3 of 3 committed" in capsys.readouterr().out
+    assert main(shlex.split(export)[1:]) == 0
+    assert len((tmp_path / "out.csv").read_text().splitlines()) == 4
+    assert python == f'vyre_async.jobs.read_records({folder!r}, as_="pandas")'
+    pytest.importorskip("pandas", reason="pandas is in the test extra; CI runs this")
+    frame = eval(python, {"vyre_async": va})  # noqa: S307 - the line the CLI printed
+    assert sorted(frame["source"].tolist()) == [0, 1, 2]
 
 
 def test_run_with_a_bad_file_exits_2_naming_the_path(

@@ -9,8 +9,12 @@ each bad one, the file, the path inside it and a fix). ``vyre-async info`` print
 what this machine offers: the backend ``auto`` picks, the GPU (name, compute
 capability, memory, driver version), NVRTC's and cuda-bindings' versions, whether
 the driver supports their CUDA major (with the extra to install when it does not)
-and the kernel cache directory. ``--log-level`` and ``--log-format`` go before or
-after the command. Errors print their message (with its ``Fix:``), never a traceback.
+and the kernel cache directory. ``vyre-async show RUN`` prints a run's summary and
+its first records as a table; ``vyre-async export RUN --to FILE`` writes its records
+to a ``.csv`` or ``.parquet`` file and its items' arrays to one ``.npz`` beside it
+(both exit 2 for a folder that holds no job; export also for a file that exists,
+without ``--force``). ``--log-level`` and ``--log-format`` go before or after the
+command. Errors print their message (with its ``Fix:``), never a traceback.
 """
 
 from __future__ import annotations
@@ -33,7 +37,9 @@ from .jobs import (
     JobSummary,
     backend_unavailable_reason,
     check_job,
+    describe_run,
     exiting_at_once_on_signals,
+    export_records,
     load_job,
     serve_metrics,
 )
@@ -154,6 +160,10 @@ def _print_summary(summary: JobSummary, args: argparse.Namespace) -> None:
         f"{rate} on {summary.backend} ({summary.device})"
     )
     print(f"  summary: {summary.output}/summary.json")
+    folder = shlex.quote(summary.output)
+    print(f"  read it: vyre-async show {folder}")
+    print(f"           vyre-async export {folder} --to {shlex.quote(summary.output + '.csv')}")
+    print(f'           vyre_async.jobs.read_records({summary.output!r}, as_="pandas")')
     if summary.status == "interrupted":
         command = ["vyre-async", "run", args.file, "--resume"]
         if args.out is not None:
@@ -167,6 +177,33 @@ def _print_summary(summary: JobSummary, args: argparse.Namespace) -> None:
                 ",".join(map(str, devices)) if isinstance(devices, list) else str(devices),
             ]
         print(f"  to finish it: {shlex.join(command)}", file=sys.stderr)
+
+
+def _show(args: argparse.Namespace) -> int:
+    try:
+        print(describe_run(args.folder, limit=args.limit), end="")
+    except VyreError as exc:
+        print(f"vyre-async: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    try:
+        done = export_records(args.folder, args.to, force=args.force)
+    except VyreError as exc:
+        print(f"vyre-async: {exc}", file=sys.stderr)
+        return 2
+    print(f"{done.records:,} records written to {done.path}")
+    if done.arrays_path is not None:
+        print(f"{done.arrays:,} item arrays written to {done.arrays_path}")
+    return 0
+
+
+def _limit(text: str) -> int:
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"not a count of records (0 or more): {text!r}")
+    return int(text)
 
 
 def _help_text(text: str) -> str:
@@ -243,12 +280,35 @@ def _main(argv: Sequence[str] | None) -> int:
         "validate", help="check job files without running them", parents=[logging_options]
     )
     validate.add_argument("files", nargs="+", metavar="FILE", help="a .toml, .json or .yaml file")
+    show = commands.add_parser(
+        "show", help="a run's summary and its first records", parents=[logging_options]
+    )
+    show.add_argument("folder", metavar="RUN", help="a job's output folder")
+    show.add_argument(
+        "--limit", type=_limit, default=20, metavar="N", help="records to list (default: 20)"
+    )
+    export = commands.add_parser(
+        "export", help="write a run's records to CSV or Parquet", parents=[logging_options]
+    )
+    export.add_argument("folder", metavar="RUN", help="a job's output folder")
+    export.add_argument(
+        "--to",
+        required=True,
+        metavar="FILE",
+        help="a .csv or .parquet file (by the extension); item arrays go to one "
+        "<stem>.arrays.npz beside it",
+    )
+    export.add_argument("--force", action="store_true", help="replace FILE if it exists")
     args = parser.parse_args(argv)
     if args.command == "run":
         return _run(args)
     configure_logging(args.log_format or "console", level=args.log_level or "warning")
     if args.command == "validate":
         return _validate(args.files)
+    if args.command == "show":
+        return _show(args)
+    if args.command == "export":
+        return _export(args)
     try:
         report = anyio.run(_info)
     except VyreError as exc:

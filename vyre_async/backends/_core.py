@@ -16,7 +16,7 @@ from typing import Any, Literal, Self, TypeVar
 import anyio
 import numpy as np
 
-from .._lifecycle import AsyncLifecycle, LifecycleState
+from .._lifecycle import AsyncLifecycle, BackgroundTasks, LifecycleState
 from ..errors import LifecycleError, VyreError
 from ..kernels import BoundCall, Kernel
 from ..logging import get_logger
@@ -53,6 +53,7 @@ class BackendCore(Sequencing[S], AsyncLifecycle):
         self._in_flight: set[Completion] = set()
         self._bound_steps: dict[tuple[Any, ...], BoundCall[ResidentBuffer]] = {}
         self._task_group: anyio.abc.TaskGroup | None = None
+        self._background = BackgroundTasks(self._noun)
         self._log = get_logger(f"vyre_async.backends.{self.kind}")
 
     # ----------------------------------------------------------------- lifecycle
@@ -68,15 +69,15 @@ class BackendCore(Sequencing[S], AsyncLifecycle):
         except BaseException:
             self._enter_closed()
             raise
-        task_group = anyio.create_task_group()
-        await task_group.__aenter__()
+        background = self._background
         try:
+            task_group = await background.open()
             await self._start_background(task_group)
         except BaseException:
-            task_group.cancel_scope.cancel()
+            await background.stop()
             with anyio.CancelScope(shield=True):
                 await self._close()
-            await task_group.__aexit__(None, None, None)
+            await background.leave()
             self._enter_closed()
             raise
         self._task_group = task_group
@@ -85,30 +86,38 @@ class BackendCore(Sequencing[S], AsyncLifecycle):
         return self
 
     async def aclose(self) -> None:
-        """Refuse new work, wait for unfinished work, free everything. Idempotent."""
+        """Refuse new work, wait for unfinished work, free everything. Idempotent.
+
+        Any task may close the backend; its ``async with`` block is still left in the
+        task that entered it.
+        """
         was_open = self._state is LifecycleState.OPEN
         self._enter_closed()
         if not was_open:
             return
-        task_group, self._task_group = self._task_group, None
-        with anyio.CancelScope(shield=True):
-            with anyio.move_on_after(CLOSE_DEADLINE_S) as scope:
-                for completion in list(self._in_flight):
-                    await wait_quietly(completion)
-                await self._drain()
-            if scope.cancelled_caught:
-                self._log.warning("closing with unfinished work", unfinished=len(self._in_flight))
-            for buffer, storage, exported in self._registry.drain():
-                if exported:
-                    self._outlive_close(buffer, storage)
-                else:
-                    self._release(storage)
-            await self._close()
-        if task_group is not None:
-            # Outside the shield: a task group's scope must be exited as the innermost one.
-            task_group.cancel_scope.cancel()
-            await task_group.__aexit__(None, None, None)
+        self._task_group = None
+        try:
+            with anyio.CancelScope(shield=True):
+                with anyio.move_on_after(CLOSE_DEADLINE_S) as scope:
+                    for completion in list(self._in_flight):
+                        await wait_quietly(completion)
+                    await self._drain()
+                if scope.cancelled_caught:
+                    self._log.warning(
+                        "closing with unfinished work", unfinished=len(self._in_flight)
+                    )
+                for buffer, storage, exported in self._registry.drain():
+                    if exported:
+                        self._outlive_close(buffer, storage)
+                    else:
+                        self._release(storage)
+                await self._close()
+        finally:
+            await self._background.stop()
         self._log.info("backend closed")
+
+    async def _leave(self) -> None:
+        await self._background.leave()
 
     def _check_open(self) -> anyio.abc.TaskGroup:
         if self._state is not LifecycleState.OPEN or self._task_group is None:

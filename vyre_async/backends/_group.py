@@ -84,7 +84,7 @@ class DeviceGroup(Lifecycle):
 
     async def aclose(self) -> None:
         """Close every backend, the last opened first (idempotent; finishes even when
-        cancelled)."""
+        cancelled; any task may call it)."""
         if not self._enter_closed():
             return
         with anyio.CancelScope(shield=True):

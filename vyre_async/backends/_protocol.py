@@ -164,5 +164,5 @@ class Backend(Protocol):
         ...
 
     async def aclose(self) -> None:
-        """Wait for unfinished work and release everything (idempotent)."""
+        """Wait for unfinished work and release everything (idempotent; any task)."""
         ...

@@ -33,7 +33,8 @@ class BatcherStats(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         lanes_mean: Mean lanes per finished batch (0.0 before the first).
         lanes_max: Most lanes any finished batch used.
         queue_wait_p50_s: Median time from entering the queue to a batch taking the
-            request, over the most recent ``stats_window`` requests (0.0 before the first).
+            request, over the most recent ``stats_window`` requests (0.0 before the
+            first), on the event loop's clock (``anyio.current_time()``).
         queue_wait_p95_s: 95th percentile of the same window.
     """
 

@@ -3,9 +3,11 @@
 A job file decodes into a frozen :class:`JobSpec`; a :class:`JobRunner` runs its
 items (one query per source, or one PageRank run, numbered from 0 in file order)
 through a resident-graph session and commits their :class:`ItemRecord` s to an
-output folder exactly once; :func:`read_records` reads them back (as records, an
-Arrow table or a pandas DataFrame) and :func:`open_item_arrays` the full-result
-arrays of the items that wrote one.
+output folder exactly once (:func:`run` does it in one synchronous call);
+:func:`read_records` reads them back (as records, an Arrow table or a pandas
+DataFrame) and :func:`open_item_arrays` the full-result arrays of the items that wrote
+one; :func:`describe_run` and :func:`export_records` are what ``vyre-async show``
+prints and ``vyre-async export`` writes.
 """
 
 from ._arrays import ItemArrays as ItemArrays
@@ -16,6 +18,8 @@ from ._execute import BlockResult as BlockResult
 from ._execute import execute_block as execute_block
 from ._executors import Executor as Executor
 from ._executors import register_executor as register_executor
+from ._export import ExportedRecords as ExportedRecords
+from ._export import export_records as export_records
 from ._graph_source import graph_loads as graph_loads
 from ._items import total_items as total_items
 from ._load import load_job as load_job
@@ -27,7 +31,9 @@ from ._preflight import check_job as check_job
 from ._reading import read_records as read_records
 from ._records import ItemRecord as ItemRecord
 from ._records import Manifest as Manifest
+from ._run_file import run as run
 from ._runner import JobRunner as JobRunner
+from ._show import describe_run as describe_run
 from ._signals import exiting_at_once_on_signals as exiting_at_once_on_signals
 from ._spec import BatchingSection as BatchingSection
 from ._spec import GraphSection as GraphSection
@@ -45,6 +51,7 @@ __all__ = [
     "BlockExecutor",
     "BlockResult",
     "Executor",
+    "ExportedRecords",
     "GraphSection",
     "ItemArrays",
     "ItemRecord",
@@ -62,14 +69,17 @@ __all__ = [
     "WorkloadSection",
     "backend_unavailable_reason",
     "check_job",
+    "describe_run",
     "execute_block",
     "exiting_at_once_on_signals",
+    "export_records",
     "graph_loads",
     "load_job",
     "open_item_arrays",
     "read_item_array",
     "read_records",
     "register_executor",
+    "run",
     "serve_metrics",
     "total_items",
 ]

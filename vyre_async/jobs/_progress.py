@@ -52,12 +52,12 @@ class Progress:
 
     @property
     def elapsed(self) -> float:
-        """Seconds since this run started."""
+        """Seconds since this progress was made: once the graph was ready and items began."""
         return time.monotonic() - self._started
 
     @property
     def rate(self) -> float:
-        """Items per second in this run."""
+        """Items finished in this run per second of :attr:`elapsed`."""
         return self.done / max(self.elapsed, 1e-9)
 
     def add(self, done: int, failed: int) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, overload
 
@@ -92,9 +92,20 @@ def read_records(folder: str | os.PathLike[str], *, as_: RecordsAs = "records") 
 
 
 def _records(folder: Path) -> Iterator[ItemRecord]:
+    for records in committed_chunk_records(folder):
+        yield from records
+
+
+def committed_chunk_records(folder: Path) -> Generator[list[ItemRecord], None, None]:
+    """The committed records, one list per chunk in commit order, each chunk checked
+    against its checksum as it is reached (so one chunk is in memory at a time).
+
+    Raises:
+        ConfigurationError: As :func:`read_records`, as the iterator is consumed.
+    """
     with _committed_chunks(folder) as (chunks, entries):
         for entry in entries:
-            yield from chunk_records(folder, chunks, entry)
+            yield chunk_records(folder, chunks, entry)
 
 
 def _table(folder: Path, pa: Any) -> Any:

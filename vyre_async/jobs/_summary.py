@@ -38,8 +38,9 @@ class JobSummary(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         items_failed: Failed items committed in the folder.
         retries: Retries this run made.
         reopens: Times this run reopened a lost device.
-        seconds: Wall seconds of this run.
-        items_per_s: Items this run committed per second.
+        seconds: Wall seconds of this run, from its start (before the backend
+            opens and the graph is prepared) to its summary (monotonic clock).
+        items_per_s: ``items_this_run / seconds``.
         telemetry: The last backend's telemetry snapshot.
         batches: The last session's batcher statistics.
     """

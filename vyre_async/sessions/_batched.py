@@ -18,6 +18,7 @@ import anyio
 import msgspec
 import numpy as np
 
+from .._lifecycle import BackgroundTasks
 from ..algorithms import Params, QueryKind
 from ..backends import Backend
 from ..batching import BatcherStats, DynamicBatcher
@@ -69,7 +70,7 @@ class BatchedQueries:
     _replicas: ReplicaSet
     _batching: BatchingConfig | None
     _batcher: DynamicBatcher[QueryBlock, Any] | None
-    _task_group: anyio.abc.TaskGroup | None
+    _background: BackgroundTasks
 
     @abstractmethod
     def _check_open(self) -> None:
@@ -87,9 +88,7 @@ class BatchedQueries:
             max_in_flight=config.in_flight * len(self._replicas),
             name="resident-graph query batcher",
         )
-        task_group = anyio.create_task_group()
-        await task_group.__aenter__()
-        self._task_group = task_group
+        task_group = await self._background.open()
         await task_group.start(self._batcher.run)
 
     async def _submit_many(

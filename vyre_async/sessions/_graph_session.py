@@ -24,7 +24,7 @@ from typing import Any, Self
 import anyio
 import numpy as np
 
-from .._lifecycle import AsyncLifecycle, LifecycleState
+from .._lifecycle import AsyncLifecycle, BackgroundTasks, LifecycleState
 from ..algorithms import DEFAULT_QUERY_BUDGET, Params, QueryKind, lookup
 from ..algorithms.bfs import BFS, KHOP, REACH, BfsParams, KhopParams, ReachParams, Readback
 from ..algorithms.pagerank import PAGERANK, PagerankParams
@@ -84,7 +84,7 @@ class ResidentGraphSession(BatchedQueries, AsyncLifecycle):
         self._replicas = ReplicaSet(backends, graph, hooks)
         self._batching = batching
         self._batcher: DynamicBatcher[QueryBlock, Any] | None = None
-        self._task_group: anyio.abc.TaskGroup | None = None
+        self._background = BackgroundTasks(self._noun)
 
     # ----------------------------------------------------------------- lifecycle
     @property
@@ -99,24 +99,35 @@ class ResidentGraphSession(BatchedQueries, AsyncLifecycle):
             if self._batching is not None:
                 await self._start_batcher(self._batching)
         except BaseException:
-            await self.aclose()
+            try:
+                await self.aclose()
+            finally:
+                await self._leave()
             raise
         return self
 
     async def aclose(self) -> None:
-        """Free the graph and every scratch buffer. Idempotent; runs even when cancelled."""
+        """Free the graph and every scratch buffer. Idempotent; runs even when cancelled.
+
+        Any task may close the session: queued queries still run first. Its
+        ``async with`` block is still left in the task that entered it.
+        """
         if self._state is LifecycleState.CLOSED:
             return
-        if self._batcher is not None and self._task_group is not None:
+        if self._batcher is not None:
             # Queued queries still run (the session is open for them), then the
-            # batcher's task ends and its task group exits.
-            batcher, task_group = self._batcher, self._task_group
-            self._batcher = self._task_group = None
-            with anyio.CancelScope(shield=True):
-                await batcher.aclose()
-            await task_group.__aexit__(None, None, None)
+            # batcher's task ends.
+            batcher, self._batcher = self._batcher, None
+            try:
+                with anyio.CancelScope(shield=True):
+                    await batcher.aclose()
+            finally:
+                await self._background.stop()
         self._enter_closed()
         await self._replicas.free_all()
+
+    async def _leave(self) -> None:
+        await self._background.leave()
 
     def _check_open(self) -> None:
         self._require_open()

@@ -31,10 +31,14 @@ class SessionStats(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         host_syncs_per_level: ``host_syncs / levels``: below 1 means the host did not
             wait for every level.
         kernel_launches: Kernel launches of all runs.
-        wall_ns: Wall time of all runs, as their callers saw it.
-        device_ns: Device time of all runs (timing events around each batch).
+        wall_ns: Sum of the runs' times from start to result, as their callers saw
+            them; runs that overlap each count their whole time.
+        device_ns: Sum of the runs' device times (timing events around each batch on
+            CUDA; the references' run in a worker thread on the CPU backend), at
+            most ``wall_ns``.
         host_overhead_ns_per_level: ``(wall_ns - device_ns) / levels``: what the host
-            adds per level (submission, waits, readback of the result).
+            adds per level (submission, waits, readback of the result, and for
+            overlapping runs the time one waited for another).
         devices: Devices holding a replica of the graph.
         devices_lost: Devices taken out after a device-lost error.
     """

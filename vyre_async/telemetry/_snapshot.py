@@ -45,13 +45,23 @@ class TelemetrySnapshot(msgspec.Struct, frozen=True, forbid_unknown_fields=True)
             ``alloc``, and one per ``upload_group``).
         resident_buffers_live: Resident buffers allocated and not yet freed.
         resident_bytes_live: Their bytes.
-        wall_ns_total: Sum of wall times of work whose time is measured: pending
-            dispatches awaited (``submit``), prepared sequences' ``run`` and the
-            session traversals built on them. A plain ``await dispatch(...)`` reads
-            no clock, so it adds nothing here (it counts in ``dispatches``).
-        device_ns_total: Sum of measured device times (timing events where asked for).
-        enqueue_ns_total: Sum of time spent enqueueing the measured work.
-        wait_ns_total: Sum of time awaiting tasks spent waiting for the measured work.
+        wall_ns_total: Sum, over the work whose time is measured, of each piece's
+            time from the start of its submit to its outputs in host arrays: pending
+            dispatches awaited (``submit``; on the CPU backend every awaited
+            dispatch), prepared sequences' ``run`` and the session traversals built
+            on them. On the CUDA backend a plain ``await dispatch(...)`` reads no
+            clock, so it adds nothing here (it counts in ``dispatches``). Work in
+            flight together each counts its whole time, so this grows up to as many
+            times faster than the clock as pieces are in flight.
+        device_ns_total: Sum of the measured work's device times: on CUDA the time
+            between timing events around the work on its stream (where timing was
+            asked for); on the CPU backend the time the kernels' references ran in a
+            worker thread, not the time the work waited for a worker. It is at most
+            the elapsed time times the streams (CUDA) or worker threads (CPU).
+        enqueue_ns_total: Sum of the measured work's time inside ``submit``.
+        wait_ns_total: Sum of the time awaiting tasks waited for the measured work
+            (the copy of its outputs included): at most the elapsed time times the
+            tasks awaiting at once.
         pool_hits: Device-memory pool requests served from the cache (CUDA).
         pool_misses: Device-memory pool requests that allocated (CUDA).
         pinned_bytes: Page-locked host staging bytes held (CUDA).
