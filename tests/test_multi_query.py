@@ -9,7 +9,7 @@ import pytest
 from graph_references import GRAPH_SHAPES, scipy_levels
 
 import vyre_async as va
-from vyre_async.sessions import TraversalQuery, chunk_bytes
+from vyre_async.algorithms.msbfs import TraversalQuery, chunk_bytes
 
 
 @pytest.mark.parametrize("count", [1, 5, 64, 65, 130])
