@@ -24,6 +24,7 @@ from ._rmat_counter import RmatParams as RmatParams
 from ._rmat_counter import rmat_edges as rmat_edges
 from ._trusted import trusted_csr as trusted_csr
 from ._vertex_ids import VertexIds as VertexIds
+from ._weights import with_uniform_weights as with_uniform_weights
 
 __all__ = [
     "CsrGraph",
@@ -40,4 +41,5 @@ __all__ = [
     "rmat_params",
     "save_npz",
     "trusted_csr",
+    "with_uniform_weights",
 ]

@@ -63,7 +63,7 @@ def load_job_graph(spec: JobSpec, job_file: Path) -> CsrGraph:
     if graph.kind == "rmat":
         if graph.scale is None:  # the spec's rules make this unreachable
             raise ConfigurationError(f"{job_file}: $.graph.scale is missing", fix="set scale.")
-        return rmat(graph.scale, graph.edge_factor, graph.seed)
+        return rmat(graph.scale, graph.edge_factor, graph.seed, weights=graph.weights)
     where = graph_path(spec, job_file)
     if where is None:
         raise ConfigurationError(f"{job_file}: $.graph.path is missing", fix="set path.")

@@ -141,7 +141,8 @@ def check_job(
     )
     if vertices is not None:
         check_sources(spec, vertices, str(file))
-    weighted = False if spec.graph.kind == "rmat" else None  # files: known once loaded
+    # An R-MAT graph's weights are known now; a file's once it is loaded.
+    weighted = spec.graph.weights is not None if spec.graph.kind == "rmat" else None
     check_workloads(spec, str(file), num_vertices=vertices, weighted=weighted)
     return JobCheck(folder, vertices, items, need)
 

@@ -53,7 +53,9 @@ class GraphSection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     ``table`` (a Parquet, Feather/Arrow IPC or CSV edge table, by suffix; needs
     pyarrow) whose integer id columns ``src_column`` and ``dst_column`` (and optional
     ``weight_column``) are read; the three column fields are for ``table`` only.
-    ``symmetric`` adds every edge reversed.
+    ``symmetric`` adds every edge reversed. ``weights = "uniform"`` gives an R-MAT
+    graph seeded float32 weights in (0, 1] (see ``graphs.with_uniform_weights``); file
+    graphs carry the weights their files hold.
     """
 
     kind: Literal["rmat", "edges", "mtx", "npz", "scipy_npz", "table"]
@@ -65,6 +67,7 @@ class GraphSection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     src_column: Annotated[str, msgspec.Meta(min_length=1)] = "src"
     dst_column: Annotated[str, msgspec.Meta(min_length=1)] = "dst"
     weight_column: Annotated[str, msgspec.Meta(min_length=1)] | None = None
+    weights: Literal["uniform"] | None = None
 
 
 class RandomSources(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -249,6 +252,10 @@ class JobSpec(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
             raise ValueError("$.graph: kind 'rmat' needs scale and takes no path")
         if graph.kind != "rmat" and graph.path is None:
             raise ValueError(f"$.graph.path: kind {graph.kind!r} needs a path to the file")
+        if graph.kind != "rmat" and graph.weights is not None:
+            raise ValueError(
+                "$.graph.weights: only kind 'rmat' draws weights; a file's graph has its own"
+            )
         if graph.kind != "table":
             for name, default in (("src_column", "src"), ("dst_column", "dst")):
                 if getattr(graph, name) != default:
