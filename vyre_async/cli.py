@@ -33,6 +33,7 @@ from .jobs import (
     JobSummary,
     backend_unavailable_reason,
     check_job,
+    device_warning,
     exiting_at_once_on_signals,
     load_job,
     serve_metrics,
@@ -140,6 +141,9 @@ def _validate(files: list[str]) -> int:
             f"{file}: valid job {spec.job.name!r}, {len(spec.workload)} workload(s), "
             f"{check.items} item(s){notes}"
         )
+        warning = device_warning(spec, file)  # valid, but this machine cannot run it
+        if warning is not None:
+            print(f"vyre-async: warning: {file}: {warning}", file=sys.stderr)
     if failed and len(files) > 1:
         print(f"vyre-async: {failed} of {len(files)} job files are not valid", file=sys.stderr)
     return 2 if failed else 0

@@ -19,6 +19,8 @@ from ._executors import register_executor as register_executor
 from ._graph_source import graph_loads as graph_loads
 from ._items import total_items as total_items
 from ._load import load_job as load_job
+from ._local_devices import device_warning as device_warning
+from ._local_devices import missing_device_reason as missing_device_reason
 from ._metrics import JobMetrics as JobMetrics
 from ._metrics import serve_metrics as serve_metrics
 from ._preflight import JobCheck as JobCheck
@@ -62,10 +64,12 @@ __all__ = [
     "WorkloadSection",
     "backend_unavailable_reason",
     "check_job",
+    "device_warning",
     "execute_block",
     "exiting_at_once_on_signals",
     "graph_loads",
     "load_job",
+    "missing_device_reason",
     "open_item_arrays",
     "read_item_array",
     "read_records",

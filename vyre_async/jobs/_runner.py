@@ -64,6 +64,7 @@ from ._items import (
     sources_out_degree,
     total_items,
 )
+from ._local_devices import missing_device_reason
 from ._metrics import JobMetrics, job_families, refresh_periodically
 from ._preflight import backend_unavailable_reason, check_job
 from ._progress import Progress
@@ -249,7 +250,8 @@ class JobRunner(Lifecycle):
                 await anyio.to_thread.run_sync(warmup.release)
 
     async def _check_backend(self) -> None:
-        """Refuse a CUDA job where no GPU answers, before loading or creating anything."""
+        """Refuse a CUDA job where no GPU answers, and devices that do not exist here,
+        before loading or creating anything."""
         reason = await anyio.to_thread.run_sync(
             backend_unavailable_reason, self._backend_kind, self._devices, self._spec.job.executor
         )
@@ -259,6 +261,16 @@ class JobRunner(Lifecycle):
                 fix="run it where a GPU answers, or on the CPU backend: "
                 "JobRunner(spec, job_file=..., backend='cpu'), or [job] backend = \"auto\" "
                 "in the job file.",
+            )
+        missing = await anyio.to_thread.run_sync(
+            missing_device_reason, self._backend_kind, self._devices, self._spec.job.executor
+        )
+        if missing is not None:
+            raise ConfigurationError(
+                f"job {self._spec.job.name!r}: {missing}",
+                fix="ask for devices that exist ([job] devices, --devices on the command "
+                'line, devices= for JobRunner): 0, or "all", or on the CPU backend a list '
+                "of the ordinals 0 to n-1.",
             )
 
     async def _run_logged(self, store: ResultStore) -> JobSummary:
