@@ -110,6 +110,7 @@ def _run(args: argparse.Namespace) -> int:
             progress_stream=bar,
             metrics=metrics,
             report=lambda summary: _print_summary(summary, args),
+            on_exit_at_once=lambda summary: _print_exit_at_once(summary, args),
         )
         with (
             serve_metrics(metrics, args.metrics_port, args.metrics_host)
@@ -151,26 +152,38 @@ def _validate(files: list[str]) -> int:
 
 def _print_summary(summary: JobSummary, args: argparse.Namespace) -> None:
     print(f"job {summary.job!r}: {summary.status}: {summary.message}")
-    rate = f"{summary.items_per_s:,.0f} items/s" if summary.items_this_run else "nothing ran"
+    where = f" on {summary.backend} ({summary.device})" if summary.backend else ""
+    rate = f"{summary.items_per_s:,.0f} items/s{where}"
+    if not summary.items_this_run:
+        rate = f"nothing ran this time; the items ran{where}" if where else "nothing ran"
     print(
         f"  {summary.items_this_run} items this run ({summary.items_skipped} committed "
-        f"before), {summary.items_failed} failed in all, {summary.seconds:.2f} s, "
-        f"{rate} on {summary.backend} ({summary.device})"
+        f"before), {summary.items_failed} failed in all, {summary.seconds:.2f} s, {rate}"
     )
     print(f"  summary: {summary.output}/summary.json")
     if summary.status == "interrupted":
-        command = ["vyre-async", "run", args.file, "--resume"]
-        if args.out is not None:
-            command += ["--out", args.out]
-        if args.backend is not None:
-            command += ["--backend", args.backend]
-        if args.devices is not None:
-            devices = args.devices
-            command += [
-                "--devices",
-                ",".join(map(str, devices)) if isinstance(devices, list) else str(devices),
-            ]
-        print(f"  to finish it: {shlex.join(command)}", file=sys.stderr)
+        _print_resume_command(args)
+
+
+def _print_exit_at_once(summary: JobSummary, args: argparse.Namespace) -> None:
+    """A second signal ended the run at once: what is committed, and how to resume."""
+    print(f"job {summary.job!r}: {summary.status}: {summary.message}")
+    _print_resume_command(args)
+
+
+def _print_resume_command(args: argparse.Namespace) -> None:
+    command = ["vyre-async", "run", args.file, "--resume"]
+    if args.out is not None:
+        command += ["--out", args.out]
+    if args.backend is not None:
+        command += ["--backend", args.backend]
+    if args.devices is not None:
+        devices = args.devices
+        command += [
+            "--devices",
+            ",".join(map(str, devices)) if isinstance(devices, list) else str(devices),
+        ]
+    print(f"  to finish it: {shlex.join(command)}", file=sys.stderr)
 
 
 def _help_text(text: str) -> str:

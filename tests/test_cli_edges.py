@@ -1,0 +1,28 @@
+"""Edges of the vyre-async command line: resumes, logging levels, info --json, help texts."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from job_files import write_job
+
+from vyre_async.cli import main
+
+
+def test_resume_of_a_complete_job_names_the_device_its_items_ran_on(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """run, then run --resume: the second says which backend and device ran the items."""
+    job = write_job(tmp_path, [{"kind": "reach", "sources": [0, 1, 2]}])
+    assert main(["run", str(job)]) == 0
+    first = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert first["device"]
+    capsys.readouterr()
+    assert main(["run", str(job), "--resume"]) == 0
+    out = capsys.readouterr().out
+    ran_on = f"{first['backend']} ({first['device']})"
+    assert f"by an earlier run on {ran_on}" in out
+    assert f"nothing ran this time; the items ran on {ran_on}" in out
+    assert "on  ()" not in out
