@@ -26,3 +26,19 @@ def test_resume_of_a_complete_job_names_the_device_its_items_ran_on(
     assert f"by an earlier run on {ran_on}" in out
     assert f"nothing ran this time; the items ran on {ran_on}" in out
     assert "on  ()" not in out
+
+
+def test_a_quiet_console_still_leaves_a_full_log_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """run --log-level error: no info line on the console, every info event in log.jsonl."""
+    job = write_job(tmp_path, [{"kind": "reach", "sources": [0, 1, 2]}])
+    assert main(["run", str(job), "--log-level", "error"]) == 0
+    assert "job_started" not in capsys.readouterr().err
+    lines = (tmp_path / "out" / "log.jsonl").read_text().splitlines()
+    events = [json.loads(line) for line in lines]
+    started = [e for e in events if e["event"] == "job_started"]
+    finished = [e for e in events if e["event"] == "job_finished"]
+    assert len(started) == len(finished) == 1
+    assert started[0]["level"] == finished[0]["level"] == "info"
+    assert finished[0]["items_committed"] == 3

@@ -202,7 +202,8 @@ def _add_logging_options(parser: argparse.ArgumentParser, default: object) -> No
         "--log-level",
         choices=["debug", "info", "warning", "error"],
         default=default,
-        help="default: the job file's level for run, warning otherwise",
+        help="the console's level (default: the job file's for run, warning otherwise); "
+        "a run's log.jsonl keeps the job file's level",
     )
 
 
