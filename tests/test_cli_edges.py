@@ -42,3 +42,33 @@ def test_a_quiet_console_still_leaves_a_full_log_file(
     assert len(started) == len(finished) == 1
     assert started[0]["level"] == finished[0]["level"] == "info"
     assert finished[0]["items_committed"] == 3
+
+
+def _documented_info_keys() -> list[str]:
+    """The keys the info table of docs/guide/dispatch.md lists, in order."""
+    text = (Path(__file__).resolve().parents[1] / "docs" / "guide" / "dispatch.md").read_text()
+    table = text.partition("### What this machine offers")[2].partition("\n\n##")[0]
+    keys: list[str] = []
+    for row in table.splitlines():
+        if row.startswith("| `"):
+            keys += [cell.strip("` ") for cell in row.split("|")[1].split(",")]
+    return keys
+
+
+def test_info_json_has_the_documented_keys_with_plain_values(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """info --json: exactly the documented keys, each a string, number, bool or null,
+    the statuses one of their words and an error exactly where the status is not ok."""
+    assert main(["info", "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert list(report) == _documented_info_keys()
+    for key, value in report.items():
+        assert value is None or isinstance(value, str | int | float | bool), key
+    assert report["backend"] in ("cuda", "cpu")
+    assert report["cuda_status"] in ("ok", "not_installed", "unusable")
+    assert (report["cuda_error"] is None) == (report["cuda_status"] == "ok")
+    assert report["nvrtc_status"] in ("ok", "unavailable")
+    assert (report["nvrtc_error"] is None) == (report["nvrtc_status"] == "ok")
+    assert (report["nvrtc"] is None) == (report["nvrtc_status"] != "ok")
+    assert (report["gpu_name"] is None) == (report["backend"] == "cpu")

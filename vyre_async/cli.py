@@ -25,7 +25,7 @@ import anyio
 import msgspec
 
 from . import __version__
-from .backends import DeviceSelector, describe_cuda_toolchain, open_backend
+from .backends import DeviceSelector, describe_machine
 from .errors import ConfigurationError, UnsupportedFeatureError, ValidationError, VyreError
 from .jobs import (
     JobMetrics,
@@ -38,31 +38,7 @@ from .jobs import (
     load_job,
     serve_metrics,
 )
-from .kernels import cache_root, nvrtc_version
 from .logging import configure_logging
-
-
-async def _info() -> dict[str, object]:
-    report: dict[str, object] = {"vyre_async": __version__}
-    try:
-        report["nvrtc"] = "{}.{}".format(*nvrtc_version())
-    except VyreError as exc:
-        report["nvrtc"] = f"unavailable: {exc.what}"
-    # cuda-bindings and driver versions, and whether the driver runs what NVRTC builds.
-    report.update(await anyio.to_thread.run_sync(describe_cuda_toolchain))
-    report["kernel_cache"] = str(cache_root())
-    async with open_backend("auto") as backend:
-        report["backend"] = backend.kind
-        report["device"] = backend.device_name
-        info = getattr(backend, "device_info", None)
-        if info is not None:
-            report["device_info"] = msgspec.to_builtins(info)
-            driver = int(info.driver_version)
-            report["driver_version"] = f"{driver // 1000}.{driver % 1000 // 10}"
-        launcher = getattr(backend, "launcher", None)
-        if launcher is not None:
-            report["launcher"] = launcher
-    return report
 
 
 def _devices(text: str) -> DeviceSelector:
@@ -268,19 +244,15 @@ def _main(argv: Sequence[str] | None) -> int:
     if args.command == "validate":
         return _validate(args.files)
     try:
-        report = anyio.run(_info)
+        report = anyio.run(describe_machine)
     except VyreError as exc:
         print(f"vyre-async: {exc}", file=sys.stderr)
         return 2
     if args.json:
         print(msgspec.json.encode(report).decode())
     else:
-        for key, value in report.items():
-            if isinstance(value, dict):
-                for sub, item in value.items():
-                    print(f"{key}.{sub}: {item}")
-            else:
-                print(f"{key}: {value}")
+        for key, value in msgspec.structs.asdict(report).items():
+            print(f"{key}: {'-' if value is None else value}")
     return 0
 
 
