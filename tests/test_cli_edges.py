@@ -72,3 +72,34 @@ def test_info_json_has_the_documented_keys_with_plain_values(
     assert (report["nvrtc_error"] is None) == (report["nvrtc_status"] == "ok")
     assert (report["nvrtc"] is None) == (report["nvrtc_status"] != "ok")
     assert (report["gpu_name"] is None) == (report["backend"] == "cpu")
+
+
+@pytest.mark.parametrize("command", ["run", "validate"])
+def test_the_help_of_a_command_taking_job_files_names_every_suffix_load_job_reads(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    """run --help and validate --help name .toml, .json, .yaml and .yml, each one that
+    validate accepts."""
+    data = json.loads(write_job(tmp_path, [{"kind": "reach", "sources": [0]}]).read_text())
+    suffixes = [".toml", ".json", ".yaml", ".yml"]
+    for suffix in suffixes:  # JSON is YAML, and this job is also TOML written by hand
+        path = tmp_path / f"job{suffix}"
+        path.write_text(_as_toml(data) if suffix == ".toml" else json.dumps(data))
+        assert main(["validate", str(path)]) == 0, suffix
+    capsys.readouterr()
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    text = capsys.readouterr().out
+    for suffix in suffixes:
+        assert f"{suffix} " in text or f"{suffix}," in text, suffix
+
+
+def _as_toml(data: dict[str, dict[str, object]] | dict[str, object]) -> str:
+    """A job dict of tables (and one list of tables) as TOML, values through JSON."""
+    lines: list[str] = []
+    for name, body in data.items():
+        for table in body if isinstance(body, list) else [body]:
+            lines.append(f"[[{name}]]" if isinstance(body, list) else f"[{name}]")
+            for key, value in table.items():
+                lines.append(f"{key} = {json.dumps(value)}")
+    return "\n".join(lines) + "\n"

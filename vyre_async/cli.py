@@ -162,6 +162,10 @@ def _print_resume_command(args: argparse.Namespace) -> None:
     print(f"  to finish it: {shlex.join(command)}", file=sys.stderr)
 
 
+#: What load_job reads, for the help of every command that takes a job file.
+_JOB_FILE = "a .toml, .json, .yaml or .yml job file"
+
+
 def _help_text(text: str) -> str:
     """reST literals (````x````) as plain text, for ``--help``."""
     return text.replace("``", "")
@@ -209,7 +213,7 @@ def _main(argv: Sequence[str] | None) -> int:
     _add_logging_options(logging_options, argparse.SUPPRESS)
     commands = parser.add_subparsers(dest="command", required=True)
     run = commands.add_parser("run", help="run a job file", parents=[logging_options])
-    run.add_argument("file", help="a .toml, .json, .yaml or .yml job file")
+    run.add_argument("file", help=_JOB_FILE)
     run.add_argument("--out", help="output folder (default: [output] dir beside the file)")
     run.add_argument("--backend", choices=["auto", "cuda", "cpu"], help="override [job] backend")
     run.add_argument(
@@ -236,7 +240,7 @@ def _main(argv: Sequence[str] | None) -> int:
     validate = commands.add_parser(
         "validate", help="check job files without running them", parents=[logging_options]
     )
-    validate.add_argument("files", nargs="+", metavar="FILE", help="a .toml, .json or .yaml file")
+    validate.add_argument("files", nargs="+", metavar="FILE", help=_JOB_FILE)
     args = parser.parse_args(argv)
     if args.command == "run":
         return _run(args)
