@@ -2,15 +2,18 @@
 
 ``vyre-async run FILE`` runs a job file: exit 0 when every item is committed, 1 when
 the job failed (too many failed items, a device lost too often, no GPU for a CUDA
-job), 2 for a bad job file or output folder, 130/143 after SIGINT/SIGTERM (drained
-and committed; the message says how to resume). ``vyre-async validate FILE...``
-checks job files without running them (exit 0 when all are valid, else 2 with, for
-each bad one, the file, the path inside it and a fix). ``vyre-async info`` prints
-what this machine offers: the backend ``auto`` picks, the GPU (name, compute
-capability, memory, driver version), NVRTC's and cuda-bindings' versions, whether
-the driver supports their CUDA major (with the extra to install when it does not)
-and the kernel cache directory. ``--log-level`` and ``--log-format`` go before or
-after the command. Errors print their message (with its ``Fix:``), never a traceback.
+job), 2 for a bad job file, output folder or device, 130/143 after SIGINT/SIGTERM
+(drained and committed; the message says how to resume, also after a second signal).
+``vyre-async validate FILE...`` checks job files without running them (exit 0 when
+all are valid, else 2 with, for each bad one, every error: the file, the path inside
+it, then a fix; a valid job this machine could not run gets a warning). ``vyre-async
+info`` prints what this machine offers (``--json``: one object, always the same keys):
+the backend ``auto`` picks, the GPU (name, compute capability, memory), the driver's
+CUDA version, NVRTC's and cuda-bindings' versions, whether CUDA is usable (with the
+extra to install when it is not) and the kernel cache directory. ``--log-level`` and
+``--log-format`` go before or after the command; ``--log-level`` sets the console's
+level, a run's ``log.jsonl`` keeps the job file's. Errors print their message (with
+its ``Fix:``), never a traceback.
 """
 
 from __future__ import annotations
