@@ -119,8 +119,10 @@ def test_info_says_the_driver_is_too_old_and_the_fix(
     assert main(["info", "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["backend"] == "cpu"
-    assert report["cuda"].startswith(f"unusable: the NVIDIA driver {supports}")
-    assert fix in report["cuda"]
+    assert report["cuda_status"] == "unusable"
+    assert report["cuda_error"].startswith(f"the NVIDIA driver {supports}")
+    assert fix in report["cuda_error"]
+    assert report["driver_cuda"] == supports.removeprefix("supports CUDA ")
 
 
 def test_importing_and_a_cpu_dispatch_import_no_cuda_module() -> None:

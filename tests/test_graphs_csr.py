@@ -309,6 +309,7 @@ def test_graphs_all_is_sorted_and_complete() -> None:
         "rmat_params",
         "save_npz",
         "trusted_csr",
+        "with_uniform_weights",
     }
     for name in graphs.__all__:
         assert getattr(graphs, name).__module__.startswith("vyre_async.graphs")

@@ -475,7 +475,7 @@ def test_resume_of_a_complete_job_keeps_its_summary_and_says_so(
     assert code == 0, err
     assert "already complete" in text
     assert "0 items this run (65 committed before)" in text
-    assert "nothing ran on" in text
+    assert "nothing ran this time" in text
     assert "items/s" not in text
     assert (out / "summary.json").read_bytes() == before
     assert json.loads(before)["items_this_run"] == 65

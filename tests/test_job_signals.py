@@ -25,6 +25,7 @@ from job_files import expected_reach, random_sources, rmat_graph, write_job
 from vyre_async.jobs import open_item_arrays, read_records
 
 CHILD = Path(__file__).with_name("job_child.py")
+CLI_CHILD = Path(__file__).with_name("cli_slow_child.py")
 ITEMS = 1200
 #: What the kill and signal tests run: a workload and the chunk format.
 VARIANTS: dict[str, tuple[dict[str, object], str]] = {
@@ -197,6 +198,29 @@ def test_a_second_signal_exits_at_once_and_leaves_committed_output_intact(
     assert len({r.id for r in first}) == len(first)
     _finish(job, out)
     _check_exactly_once(out)
+
+
+def test_a_second_sigint_on_the_command_line_still_prints_how_to_resume(tmp_path: Path) -> None:
+    """vyre-async run, SIGINT twice: exit 130 with what is committed and the --resume command."""
+    job = _job(tmp_path)
+    out = tmp_path / "out"
+    env = {**os.environ, "VYRE_TEST_BLOCK_DELAY": "2.0", "PYTHONPATH": _pythonpath()}
+    child = subprocess.Popen(  # noqa: S603 - this repository's own child script
+        [sys.executable, str(CLI_CHILD), "run", str(job), "--out", str(out)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    _wait_for_a_commit(out, child)
+    child.send_signal(signal.SIGINT)
+    time.sleep(0.2)  # let the first signal be handled; not a timing check
+    child.send_signal(signal.SIGINT)
+    stdout, stderr = child.communicate(timeout=20)
+    assert child.returncode == 130, stderr
+    committed = len(list(read_records(out)))
+    assert f"exited at once on a second SIGINT: {committed} of {ITEMS} items committed" in stdout
+    assert f"to finish it: vyre-async run {job} --resume --out {out}" in stderr
 
 
 def _lines(stream: object) -> queue.SimpleQueue[str]:

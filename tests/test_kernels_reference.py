@@ -126,7 +126,7 @@ def test_builtin_kernels_have_distinct_names_and_entries() -> None:
     names = [k.name for k in builtin_kernels()]
     entries = [k.entry for k in builtin_kernels()]
 
-    assert names[:3] == ["axpy", "sum", "histogram256"]
+    assert names[:3] == ["axpy", "sum_reduce", "histogram256"]
     assert {"bfs_top_down", "bfs_bottom_up", "pr_gather"} <= set(names)
     assert len(set(names)) == len(names)
     assert len(set(entries)) == len(entries)

@@ -182,3 +182,41 @@ def test_the_fallback_reason_is_logged_once() -> None:
     events = json.loads(events_text)
     reason = next(e["reason"] for e in events if e["event"] == "falling back to the cpu backend")
     assert sum(reason in repr(e) for e in events) == 1, events
+
+
+def test_a_json_log_file_keeps_its_level_below_a_quieter_console(tmp_path: Path) -> None:
+    """configure_logging at warning, JsonLogFile at info: the file gets the info and
+    error events and their fields, the console only the error."""
+    console = io.StringIO()
+    configure_logging("console", level="warning", stream=console)
+    file = JsonLogFile(tmp_path / "log.jsonl", level="info")
+    log = get_logger("vyre_async.test").bind(run=7)
+    file.open()
+    try:
+        log.debug("below_both")
+        log.info("for_the_file", n=1)
+        _log_an_exception(log)
+    finally:
+        file.close()
+    events = [json.loads(line) for line in (tmp_path / "log.jsonl").read_text().splitlines()]
+    assert [(e["event"], e["level"], e["run"]) for e in events] == [
+        ("for_the_file", "info", 7),
+        ("failed_with_trace", "error", 7),
+    ]
+    assert events[0]["n"] == 1
+    assert "ValueError: invalid literal" in events[1]["exception"]
+    assert "for_the_file" not in console.getvalue()
+    assert "failed_with_trace" in console.getvalue()
+
+
+def test_a_json_log_file_at_debug_turns_on_per_dispatch_events(tmp_path: Path) -> None:
+    """A JsonLogFile at debug while the console is at warning: tracing is on while it is open."""
+    configure_logging("console", level="warning", stream=io.StringIO())
+    file = JsonLogFile(tmp_path / "log.jsonl", level="debug")
+    assert not va.logging.tracing_enabled()
+    file.open()
+    try:
+        assert va.logging.tracing_enabled()
+    finally:
+        file.close()
+    assert not va.logging.tracing_enabled()

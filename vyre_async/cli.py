@@ -2,19 +2,22 @@
 
 ``vyre-async run FILE`` runs a job file: exit 0 when every item is committed, 1 when
 the job failed (too many failed items, a device lost too often, no GPU for a CUDA
-job), 2 for a bad job file or output folder, 130/143 after SIGINT/SIGTERM (drained
-and committed; the message says how to resume). ``vyre-async validate FILE...``
-checks job files without running them (exit 0 when all are valid, else 2 with, for
-each bad one, the file, the path inside it and a fix). ``vyre-async info`` prints
-what this machine offers: the backend ``auto`` picks, the GPU (name, compute
-capability, memory, driver version), NVRTC's and cuda-bindings' versions, whether
-the driver supports their CUDA major (with the extra to install when it does not)
-and the kernel cache directory. ``vyre-async show RUN`` prints a run's summary and
-its first records as a table; ``vyre-async export RUN --to FILE`` writes its records
-to a ``.csv`` or ``.parquet`` file and its items' arrays to one ``.npz`` beside it
-(both exit 2 for a folder that holds no job; export also for a file that exists,
-without ``--force``). ``--log-level`` and ``--log-format`` go before or after the
-command. Errors print their message (with its ``Fix:``), never a traceback.
+job), 2 for a bad job file, output folder or device, 130/143 after SIGINT/SIGTERM
+(drained and committed; the message says how to resume, also after a second signal).
+``vyre-async validate FILE...`` checks job files without running them (exit 0 when
+all are valid, else 2 with, for each bad one, every error: the file, the path inside
+it, then a fix; a valid job this machine could not run gets a warning). ``vyre-async
+info`` prints what this machine offers (``--json``: one object, always the same keys):
+the backend ``auto`` picks, the GPU (name, compute capability, memory), the driver's
+CUDA version, NVRTC's and cuda-bindings' versions, whether CUDA is usable (with the
+extra to install when it is not) and the kernel cache directory. ``vyre-async show
+RUN`` prints a run's summary and its first records as a table; ``vyre-async export
+RUN --to FILE`` writes its records to a ``.csv`` or ``.parquet`` file and its items'
+arrays to one ``.npz`` beside it (both exit 2 for a folder that holds no job; export
+also for a file that exists, without ``--force``). ``--log-level`` and
+``--log-format`` go before or after the command; ``--log-level`` sets the console's
+level, a run's ``log.jsonl`` keeps the job file's. Errors print their message (with
+its ``Fix:``), never a traceback.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ import anyio
 import msgspec
 
 from . import __version__
-from .backends import DeviceSelector, describe_cuda_toolchain, open_backend
+from .backends import DeviceSelector, describe_machine
 from .errors import ConfigurationError, UnsupportedFeatureError, ValidationError, VyreError
 from .jobs import (
     JobMetrics,
@@ -38,36 +41,13 @@ from .jobs import (
     backend_unavailable_reason,
     check_job,
     describe_run,
+    device_warning,
     exiting_at_once_on_signals,
     export_records,
     load_job,
     serve_metrics,
 )
-from .kernels import cache_root, nvrtc_version
 from .logging import configure_logging
-
-
-async def _info() -> dict[str, object]:
-    report: dict[str, object] = {"vyre_async": __version__}
-    try:
-        report["nvrtc"] = "{}.{}".format(*nvrtc_version())
-    except VyreError as exc:
-        report["nvrtc"] = f"unavailable: {exc.what}"
-    # cuda-bindings and driver versions, and whether the driver runs what NVRTC builds.
-    report.update(await anyio.to_thread.run_sync(describe_cuda_toolchain))
-    report["kernel_cache"] = str(cache_root())
-    async with open_backend("auto") as backend:
-        report["backend"] = backend.kind
-        report["device"] = backend.device_name
-        info = getattr(backend, "device_info", None)
-        if info is not None:
-            report["device_info"] = msgspec.to_builtins(info)
-            driver = int(info.driver_version)
-            report["driver_version"] = f"{driver // 1000}.{driver % 1000 // 10}"
-        launcher = getattr(backend, "launcher", None)
-        if launcher is not None:
-            report["launcher"] = launcher
-    return report
 
 
 def _devices(text: str) -> DeviceSelector:
@@ -115,6 +95,7 @@ def _run(args: argparse.Namespace) -> int:
             progress_stream=bar,
             metrics=metrics,
             report=lambda summary: _print_summary(summary, args),
+            on_exit_at_once=lambda summary: _print_exit_at_once(summary, args),
         )
         with (
             serve_metrics(metrics, args.metrics_port, args.metrics_host)
@@ -146,6 +127,9 @@ def _validate(files: list[str]) -> int:
             f"{file}: valid job {spec.job.name!r}, {len(spec.workload)} workload(s), "
             f"{check.items} item(s){notes}"
         )
+        warning = device_warning(spec, file)  # valid, but this machine cannot run it
+        if warning is not None:
+            print(f"vyre-async: warning: {file}: {warning}", file=sys.stderr)
     if failed and len(files) > 1:
         print(f"vyre-async: {failed} of {len(files)} job files are not valid", file=sys.stderr)
     return 2 if failed else 0
@@ -153,11 +137,13 @@ def _validate(files: list[str]) -> int:
 
 def _print_summary(summary: JobSummary, args: argparse.Namespace) -> None:
     print(f"job {summary.job!r}: {summary.status}: {summary.message}")
-    rate = f"{summary.items_per_s:,.0f} items/s" if summary.items_this_run else "nothing ran"
+    where = f" on {summary.backend} ({summary.device})" if summary.backend else ""
+    rate = f"{summary.items_per_s:,.0f} items/s{where}"
+    if not summary.items_this_run:
+        rate = f"nothing ran this time; the items ran{where}" if where else "nothing ran"
     print(
         f"  {summary.items_this_run} items this run ({summary.items_skipped} committed "
-        f"before), {summary.items_failed} failed in all, {summary.seconds:.2f} s, "
-        f"{rate} on {summary.backend} ({summary.device})"
+        f"before), {summary.items_failed} failed in all, {summary.seconds:.2f} s, {rate}"
     )
     print(f"  summary: {summary.output}/summary.json")
     folder = shlex.quote(summary.output)
@@ -165,18 +151,32 @@ def _print_summary(summary: JobSummary, args: argparse.Namespace) -> None:
     print(f"           vyre-async export {folder} --to {shlex.quote(summary.output + '.csv')}")
     print(f'           vyre_async.jobs.read_records({summary.output!r}, as_="pandas")')
     if summary.status == "interrupted":
-        command = ["vyre-async", "run", args.file, "--resume"]
-        if args.out is not None:
-            command += ["--out", args.out]
-        if args.backend is not None:
-            command += ["--backend", args.backend]
-        if args.devices is not None:
-            devices = args.devices
-            command += [
-                "--devices",
-                ",".join(map(str, devices)) if isinstance(devices, list) else str(devices),
-            ]
-        print(f"  to finish it: {shlex.join(command)}", file=sys.stderr)
+        _print_resume_command(args)
+
+
+def _print_exit_at_once(summary: JobSummary, args: argparse.Namespace) -> None:
+    """A second signal ended the run at once: what is committed, and how to resume."""
+    print(f"job {summary.job!r}: {summary.status}: {summary.message}")
+    _print_resume_command(args)
+
+
+def _print_resume_command(args: argparse.Namespace) -> None:
+    command = ["vyre-async", "run", args.file, "--resume"]
+    if args.out is not None:
+        command += ["--out", args.out]
+    if args.backend is not None:
+        command += ["--backend", args.backend]
+    if args.devices is not None:
+        devices = args.devices
+        command += [
+            "--devices",
+            ",".join(map(str, devices)) if isinstance(devices, list) else str(devices),
+        ]
+    print(f"  to finish it: {shlex.join(command)}", file=sys.stderr)
+
+
+#: What load_job reads, for the help of every command that takes a job file.
+_JOB_FILE = "a .toml, .json, .yaml or .yml job file"
 
 
 def _show(args: argparse.Namespace) -> int:
@@ -222,7 +222,8 @@ def _add_logging_options(parser: argparse.ArgumentParser, default: object) -> No
         "--log-level",
         choices=["debug", "info", "warning", "error"],
         default=default,
-        help="default: the job file's level for run, warning otherwise",
+        help="the console's level (default: the job file's for run, warning otherwise); "
+        "a run's log.jsonl keeps the job file's level",
     )
 
 
@@ -252,7 +253,7 @@ def _main(argv: Sequence[str] | None) -> int:
     _add_logging_options(logging_options, argparse.SUPPRESS)
     commands = parser.add_subparsers(dest="command", required=True)
     run = commands.add_parser("run", help="run a job file", parents=[logging_options])
-    run.add_argument("file", help="a .toml, .json, .yaml or .yml job file")
+    run.add_argument("file", help=_JOB_FILE)
     run.add_argument("--out", help="output folder (default: [output] dir beside the file)")
     run.add_argument("--backend", choices=["auto", "cuda", "cpu"], help="override [job] backend")
     run.add_argument(
@@ -279,7 +280,7 @@ def _main(argv: Sequence[str] | None) -> int:
     validate = commands.add_parser(
         "validate", help="check job files without running them", parents=[logging_options]
     )
-    validate.add_argument("files", nargs="+", metavar="FILE", help="a .toml, .json or .yaml file")
+    validate.add_argument("files", nargs="+", metavar="FILE", help=_JOB_FILE)
     show = commands.add_parser(
         "show", help="a run's summary and its first records", parents=[logging_options]
     )
@@ -310,19 +311,15 @@ def _main(argv: Sequence[str] | None) -> int:
     if args.command == "export":
         return _export(args)
     try:
-        report = anyio.run(_info)
+        report = anyio.run(describe_machine)
     except VyreError as exc:
         print(f"vyre-async: {exc}", file=sys.stderr)
         return 2
     if args.json:
         print(msgspec.json.encode(report).decode())
     else:
-        for key, value in report.items():
-            if isinstance(value, dict):
-                for sub, item in value.items():
-                    print(f"{key}.{sub}: {item}")
-            else:
-                print(f"{key}: {value}")
+        for key, value in msgspec.structs.asdict(report).items():
+            print(f"{key}: {'-' if value is None else value}")
     return 0
 
 

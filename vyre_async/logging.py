@@ -54,8 +54,10 @@ _json_files: list[tuple[int, queue.SimpleQueue[bytes | None]]] = []
 _json_encoder = msgspec.json.Encoder(enc_hook=str)
 
 # Per-dispatch events are only emitted once an application asked for debug logs
-# through configure_logging: building them costs the hot path, even when dropped.
+# through configure_logging (or a JSON log file at debug is open): building them costs
+# the hot path, even when dropped.
 _tracing = False
+_json_debug = False
 # The handler configure_logging put on the vyre_async logger (replaced, not stacked).
 _handler: _EventLineHandler | None = None
 # A line being redrawn in place (the job progress bar) that log lines must not join.
@@ -204,7 +206,7 @@ class LibraryLogger:
             config = structlog.get_config()
             return config["wrapper_class"](
                 self._stdlib,
-                processors=[_copy_to_json_files, *config["processors"]],
+                processors=config["processors"],
                 context=config["context_class"](self._context),
             )
         return structlog.stdlib.BoundLogger(
@@ -213,30 +215,36 @@ class LibraryLogger:
 
     def debug(self, event: str, **fields: Any) -> None:
         """Log ``event`` at debug level."""
-        self._bound().debug(event, **fields)
+        self._log("debug", event, fields)
 
     def info(self, event: str, **fields: Any) -> None:
         """Log ``event`` at info level."""
-        self._bound().info(event, **fields)
+        self._log("info", event, fields)
 
     def warning(self, event: str, **fields: Any) -> None:
         """Log ``event`` at warning level."""
-        self._bound().warning(event, **fields)
+        self._log("warning", event, fields)
 
     def error(self, event: str, **fields: Any) -> None:
         """Log ``event`` at error level."""
-        self._bound().error(event, **fields)
+        self._log("error", event, fields)
 
     def exception(self, event: str, **fields: Any) -> None:
         """Log ``event`` at error level with the exception being handled."""
-        self._bound().exception(event, **fields)
+        self._log("exception", event, fields)
+
+    def _log(self, method: str, event: str, fields: dict[str, Any]) -> None:
+        # JSON log files first: their level is their own, so a quiet console (structlog's
+        # filtering logger drops events before any processor) still leaves a full file.
+        if _json_files:
+            copy = {**self._context, **fields, "event": event}
+            if method == "exception":
+                copy.setdefault("exc_info", True)
+            _copy_to_json_files(self._stdlib, method, copy)
+        getattr(self._bound(), method)(event, **fields)
 
 
-def _copy_to_json_files(
-    _logger: object, method: str, event_dict: MutableMapping[str, Any]
-) -> MutableMapping[str, Any]:
-    if not _json_files:
-        return event_dict
+def _copy_to_json_files(_logger: object, method: str, event_dict: MutableMapping[str, Any]) -> None:
     level = _LEVELS.get(method.upper(), logging.ERROR if method == "exception" else logging.INFO)
     wanted = [lines for minimum, lines in _json_files if level >= minimum]
     if wanted:
@@ -247,7 +255,6 @@ def _copy_to_json_files(
         line = _json_encoder.encode(dict(copy)) + b"\n"
         for lines in wanted:
             lines.put(line)
-    return event_dict
 
 
 def _plain_line(
@@ -266,7 +273,6 @@ def _plain_line(
 
 _PLAIN_PROCESSORS: list[structlog.typing.Processor] = [
     structlog.contextvars.merge_contextvars,
-    _copy_to_json_files,
     structlog.stdlib.filter_by_level,
     _plain_line,
 ]
@@ -276,10 +282,12 @@ class JsonLogFile:
     """Copies every event at ``level`` or above to a file as JSON lines.
 
     Works whatever logging the application configured, or none: the copy is taken
-    before any level filter of structlog (when it is left at its defaults) or of the
-    standard library. A background thread does the writing, so logging never blocks
-    the event loop; it flushes whenever it has drained what was queued. ``open`` and
-    ``close`` block (call them in a worker thread from async code).
+    before any level filter of structlog or of the standard library, so the file keeps
+    its own level whatever the console shows (``vyre-async run --log-level warning``
+    still leaves every info event in the job's ``log.jsonl``). A background thread does
+    the writing, so logging never blocks the event loop; it flushes whenever it has
+    drained what was queued. ``open`` and ``close`` block (call them in a worker thread
+    from async code).
 
     Args:
         path: The file; lines are appended.
@@ -302,11 +310,13 @@ class JsonLogFile:
         self._file = open(self._path, "ab", opener=_no_follow)  # noqa: SIM115 - the writer closes it
         self._thread.start()
         _json_files.append(self._entry)
+        _note_json_levels()
 
     def close(self) -> None:
         """Stop copying, write what is queued and close the file."""
         if self._entry in _json_files:
             _json_files.remove(self._entry)
+            _note_json_levels()
             self._queue.put(None)
             self._thread.join()
 
@@ -325,6 +335,11 @@ class JsonLogFile:
                 self._file.flush()
 
 
+def _note_json_levels() -> None:
+    global _json_debug
+    _json_debug = any(minimum <= logging.DEBUG for minimum, _ in _json_files)
+
+
 def _no_follow(path: str, flags: int) -> int:
     return os.open(path, flags | os.O_NOFOLLOW, 0o644)
 
@@ -335,5 +350,6 @@ def get_logger(name: str) -> LibraryLogger:
 
 
 def tracing_enabled() -> bool:
-    """Whether per-dispatch debug events are wanted (``configure_logging(level="debug")``)."""
-    return _tracing
+    """Whether per-dispatch debug events are wanted: ``configure_logging(level="debug")``,
+    or a :class:`JsonLogFile` at level debug open."""
+    return _tracing or _json_debug

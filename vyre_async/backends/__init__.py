@@ -10,6 +10,8 @@ from ._config import DispatchConfig as DispatchConfig
 from ._cpu import CpuBackend as CpuBackend
 from ._group import DeviceGroup as DeviceGroup
 from ._interop import is_foreign as is_foreign
+from ._machine import MachineReport as MachineReport
+from ._machine import describe_machine as describe_machine
 from ._open import BackendKind as BackendKind
 from ._open import DeviceSelector as DeviceSelector
 from ._open import open_backend as open_backend
@@ -21,15 +23,18 @@ from ._protocol import Backend as Backend
 from ._resident import ResidentBuffer as ResidentBuffer
 from ._sequence import ReadRange as ReadRange
 from ._sequence import SequenceStep as SequenceStep
+from ._toolchain import CudaReport as CudaReport
 from ._toolchain import describe_cuda_toolchain as describe_cuda_toolchain
 
 __all__ = [
     "Backend",
     "BackendKind",
     "CpuBackend",
+    "CudaReport",
     "DeviceGroup",
     "DeviceSelector",
     "DispatchConfig",
+    "MachineReport",
     "PreparedDispatch",
     "PreparedSequence",
     "ReadRange",
@@ -38,6 +43,7 @@ __all__ = [
     "SequenceStep",
     "check_out",
     "describe_cuda_toolchain",
+    "describe_machine",
     "is_foreign",
     "open_backend",
     "open_devices",

@@ -107,6 +107,24 @@ class CpuBackend(BackendCore[np.ndarray]):
         """The host's architecture and core count."""
         return self._device_name
 
+    async def load_kernels(self, *kernels: Kernel) -> None:
+        """Check kernels ahead of their first dispatch; the CPU backend compiles nothing.
+
+        Code written for the CUDA backend's ``load_kernels`` runs unchanged here.
+
+        Raises:
+            TypeError: Something other than a :class:`~vyre_async.kernels.Kernel`.
+            UnsupportedFeatureError: A kernel without a NumPy reference, which the CPU
+                backend cannot run.
+            LifecycleError: The backend is not open.
+        """
+        self._check_open()
+        for kernel in kernels:
+            if not isinstance(kernel, Kernel):
+                raise TypeError(f"expected a vyre_async Kernel, got {type(kernel).__name__}")
+            if kernel.reference is None:
+                raise _no_reference(kernel)
+
     # ----------------------------------------------------------------- dispatch
     def submit(
         self,
@@ -491,9 +509,13 @@ def _reference_of(call: BoundCall[Any]) -> Reference:
     """The kernel's NumPy reference; a CUDA-only kernel (none) is refused before any work."""
     reference = call.kernel.reference
     if reference is None:
-        raise UnsupportedFeatureError(
-            f"kernel {call.kernel.name!r} has no NumPy reference, so the CPU backend cannot run it",
-            fix="run it on a GPU (open_backend('cuda')), or give the Kernel a reference= "
-            "function that computes the same outputs with NumPy.",
-        )
+        raise _no_reference(call.kernel)
     return reference
+
+
+def _no_reference(kernel: Kernel) -> UnsupportedFeatureError:
+    return UnsupportedFeatureError(
+        f"kernel {kernel.name!r} has no NumPy reference, so the CPU backend cannot run it",
+        fix="run it on a GPU (open_backend('cuda')), or give the Kernel a reference= "
+        "function that computes the same outputs with NumPy.",
+    )

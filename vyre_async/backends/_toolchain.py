@@ -13,6 +13,9 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
+from typing import Literal
+
+import msgspec
 
 from ..cuda import call, load_driver
 from ..errors import UnsupportedFeatureError, VyreError
@@ -46,7 +49,7 @@ class CudaToolchain:
     @property
     def driver_cuda(self) -> str:
         """The CUDA version the driver supports, as ``"major.minor"``."""
-        return f"{self.driver_version // 1000}.{self.driver_version % 1000 // 10}"
+        return _driver_cuda(self.driver_version)
 
 
 def check_driver_fits(driver_version: int, nvrtc: tuple[int, int], bindings: str) -> None:
@@ -110,26 +113,46 @@ def check_cuda_toolchain() -> CudaToolchain:
     return CudaToolchain(version, nvrtc, bindings)
 
 
-def describe_cuda_toolchain() -> dict[str, str]:
+class CudaReport(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """What ``vyre-async info`` shows about CUDA; a status apart from the prose.
+
+    Attributes:
+        status: ``"ok"`` (the CUDA backend can open), ``"not_installed"`` (no
+            cuda-bindings: CPU backend only) or ``"unusable"`` (see ``error``).
+        error: What is wrong and the fix, or ``None`` when ``status`` is ``"ok"``.
+        bindings_version: cuda-bindings' version, or ``None`` when not installed.
+        driver_cuda: The CUDA version the driver supports (``"13.0"``), or ``None``
+            when no driver loads.
+    """
+
+    status: Literal["ok", "not_installed", "unusable"]
+    error: str | None
+    bindings_version: str | None
+    driver_cuda: str | None
+
+
+def describe_cuda_toolchain() -> CudaReport:
     """What ``vyre-async info`` shows about CUDA: versions found and whether they fit.
 
     Never raises for a missing piece; each one missing is described with its fix.
+    Blocking (loads libraries): call it from a worker thread in async code.
     """
-    report: dict[str, str] = {}
     try:
         bindings = importlib.import_module("cuda.bindings")
     except ImportError:
-        report["cuda"] = f"not installed (CPU backend only). Fix: {INSTALL_CUDA}"
-        return report
-    report["cuda_bindings"] = str(getattr(bindings, "__version__", "unknown"))
+        error = f"cuda-bindings is not installed (CPU backend only). Fix: {INSTALL_CUDA}"
+        return CudaReport("not_installed", error, None, None)
+    version = str(getattr(bindings, "__version__", "unknown"))
     try:
-        found = check_cuda_toolchain()
+        driver: str | None = _driver_cuda(int(call(load_driver().cuDriverGetVersion)))
+    except VyreError:
+        driver = None
+    try:
+        check_cuda_toolchain()
     except VyreError as exc:
-        report["cuda"] = f"unusable: {exc}"
-        return report
-    report["driver_cuda"] = found.driver_cuda
-    report["cuda"] = (
-        f"ok: NVRTC {found.nvrtc_version[0]}.{found.nvrtc_version[1]} fits a driver "
-        f"supporting CUDA {found.driver_cuda}"
-    )
-    return report
+        return CudaReport("unusable", str(exc), version, driver)
+    return CudaReport("ok", None, version, driver)
+
+
+def _driver_cuda(driver_version: int) -> str:
+    return f"{driver_version // 1000}.{driver_version % 1000 // 10}"

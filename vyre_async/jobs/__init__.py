@@ -23,6 +23,8 @@ from ._export import export_records as export_records
 from ._graph_source import graph_loads as graph_loads
 from ._items import total_items as total_items
 from ._load import load_job as load_job
+from ._local_devices import device_warning as device_warning
+from ._local_devices import missing_device_reason as missing_device_reason
 from ._metrics import JobMetrics as JobMetrics
 from ._metrics import serve_metrics as serve_metrics
 from ._preflight import JobCheck as JobCheck
@@ -70,11 +72,13 @@ __all__ = [
     "backend_unavailable_reason",
     "check_job",
     "describe_run",
+    "device_warning",
     "execute_block",
     "exiting_at_once_on_signals",
     "export_records",
     "graph_loads",
     "load_job",
+    "missing_device_reason",
     "open_item_arrays",
     "read_item_array",
     "read_records",

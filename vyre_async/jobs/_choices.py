@@ -32,7 +32,7 @@ def with_choices(message: str, root: type) -> str:
     path, sep, text = message.partition(": ")
     if not sep or not text.startswith("Invalid enum value") or not path.startswith("$"):
         return message
-    field = _type_at(root, path[1:])
+    field = type_at(root, path[1:])
     choices = _choices(field)
     if not choices:
         return message
@@ -42,8 +42,9 @@ def with_choices(message: str, root: type) -> str:
     )
 
 
-def _type_at(root: Any, path: str) -> Any:
-    """The type a ``.field[index]...`` path (after ``$``) leads to, or ``None``."""
+def type_at(root: Any, path: str) -> Any:
+    """The type a ``.field[index]...`` path (after ``$``; ``""`` is ``root``) leads to,
+    or ``None``."""
     current: Any = root
     position = 0
     while position < len(path):
@@ -58,17 +59,20 @@ def _type_at(root: Any, path: str) -> Any:
     return current
 
 
-def _members(tp: Any) -> list[Any]:
-    """The types a field may hold: Annotated unwrapped, unions and Optional flattened."""
-    if typing.get_origin(tp) is Annotated:
-        return _members(typing.get_args(tp)[0])
+def members(tp: Any, *, keep_annotated: bool = False) -> list[Any]:
+    """The types a field may hold: unions and Optional flattened, Annotated unwrapped
+    (or kept, for its metadata)."""
+    if typing.get_origin(tp) is Annotated and not keep_annotated:
+        return members(typing.get_args(tp)[0])
     if typing.get_origin(tp) in (typing.Union, types.UnionType):
-        return [m for arg in typing.get_args(tp) for m in _members(arg)]
+        return [
+            m for arg in typing.get_args(tp) for m in members(arg, keep_annotated=keep_annotated)
+        ]
     return [tp]
 
 
 def _step(tp: Any, field: str | None, is_index: bool) -> Any:
-    for member in _members(tp):
+    for member in members(tp):
         if is_index and typing.get_origin(member) in (list, tuple):
             return typing.get_args(member)[0]
         if field is not None and isinstance(member, type) and issubclass(member, msgspec.Struct):
@@ -84,7 +88,7 @@ _KIND_NAMES = {bool: "a boolean", int: "an integer", float: "a number", str: "a 
 def _other_kinds(tp: Any) -> list[str]:
     """What else than a choice the field takes (``devices``: an integer or a list)."""
     names: list[str] = []
-    for member in _members(tp):
+    for member in members(tp):
         if typing.get_origin(member) is Literal or member is type(None):
             continue
         if isinstance(member, type) and issubclass(member, enum.Enum):
@@ -102,7 +106,7 @@ def _other_kinds(tp: Any) -> list[str]:
 def _choices(tp: Any) -> list[object]:
     """Every value a ``Literal`` or ``Enum`` member of ``tp`` allows, in source order."""
     found: list[object] = []
-    for member in _members(tp) if tp is not None else []:
+    for member in members(tp) if tp is not None else []:
         if typing.get_origin(member) is Literal:
             found += typing.get_args(member)
         elif isinstance(member, type) and issubclass(member, enum.Enum):

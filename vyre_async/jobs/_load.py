@@ -2,9 +2,10 @@
 
 Every way a file can be wrong (unreadable, not a regular file, too large, nested
 too deep, not TOML/JSON/YAML, a repeated key, a wrong type, an unknown field, a
-number out of bounds, a missing rule) becomes one :class:`ConfigurationError`
-naming the file and the path inside it. Size and nesting are bounded before any
-parser runs, so no file makes the loader hang, exhaust memory or overflow a stack.
+number out of bounds, a broken rule) becomes a :class:`ConfigurationError` naming
+the file and the path inside it; a file that decodes but is not a valid job gets
+every error it has, one per line. Size and nesting are bounded before any parser
+runs, so no file makes the loader hang, exhaust memory or overflow a stack.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import yaml
 
 from .._files import FileTooLargeError, NotRegularFileError, read_regular
 from ..errors import ConfigurationError
-from ._choices import with_choices
+from ._document_errors import document_errors
 from ._graph_source import resolve_sources
 from ._spec import JobSpec
 
@@ -79,17 +80,17 @@ def load_job(path: str | Path) -> JobSpec:
     try:
         if kind == "toml":
             _check_nesting(file, _TOML_SKIPPED.sub(b"", data))
-            spec = msgspec.convert(tomllib.loads(data.decode("utf-8")), JobSpec)
         elif kind == "json":
             _check_nesting(file, _JSON_STRINGS.sub(b"", data))
             _check_json_keys(file, data)
-            spec = msgspec.json.decode(data, type=JobSpec)
         else:
             _check_yaml(file, data)
-            spec = msgspec.yaml.decode(data, type=JobSpec)
-    except msgspec.ValidationError as exc:
-        message = with_choices(_path_first(str(exc)), JobSpec)
-        raise ConfigurationError(f"{file}: {_short(message)}", fix=_FIX) from None
+        try:
+            spec = _decode(kind, data, JobSpec)
+        except msgspec.ValidationError as exc:
+            # msgspec stops at the first error; the walk finds them all.
+            errors = document_errors(_decode(kind, data, Any), JobSpec, str(exc))
+            raise _not_a_job(file, errors) from None
     except (
         msgspec.DecodeError,
         tomllib.TOMLDecodeError,
@@ -102,6 +103,22 @@ def load_job(path: str | Path) -> JobSpec:
             fix=f"fix the {kind.upper()} syntax at the place named.",
         ) from None
     return resolve_sources(spec, file)  # sources listed in a .npy or text file
+
+
+def _decode(kind: str, data: bytes, tp: Any) -> Any:
+    """``data`` decoded as ``tp`` (``Any``: plain dicts, lists and scalars)."""
+    if kind == "toml":
+        return msgspec.convert(tomllib.loads(data.decode("utf-8")), tp)
+    if kind == "json":
+        return msgspec.json.decode(data, type=tp)
+    return msgspec.yaml.decode(data, type=tp)
+
+
+def _not_a_job(file: Path, errors: list[str]) -> ConfigurationError:
+    """One error per line, each naming the file and the path inside it."""
+    lines = "\n".join(f"{file}: {_short(error)}" for error in errors)
+    fix = _FIX if len(errors) == 1 else "correct each field named above."
+    return ConfigurationError(lines, fix=fix)
 
 
 def _check_nesting(file: Path, brackets: bytes) -> None:
@@ -232,13 +249,3 @@ def _check_yaml(file: Path, data: bytes) -> None:
 def _short(text: str, limit: int = _MESSAGE_CHARS) -> str:
     """``text`` cut to ``limit`` characters, marking the cut."""
     return text if len(text) <= limit else text[: limit - 3] + "..."
-
-
-def _path_first(message: str) -> str:
-    """``"Expected int - at `$.a`"`` -> ``"$.a: Expected int"``; rules name their path."""
-    text, sep, where = message.rpartition(" - at `")
-    if sep and where.endswith("`"):
-        return f"{where[:-1]}: {text}"
-    if message.startswith("$"):  # a cross-field rule names its own path
-        return message
-    return f"$: {message}"  # msgspec names no path for the top level

@@ -65,6 +65,7 @@ from ._items import (
     sources_out_degree,
     total_items,
 )
+from ._local_devices import missing_device_reason
 from ._metrics import JobMetrics, job_families, refresh_periodically
 from ._preflight import backend_unavailable_reason, check_job
 from ._progress import Progress
@@ -106,6 +107,9 @@ class JobRunner(Lifecycle):
             (for Prometheus; see :class:`JobMetrics`).
         report: Called with the summary when the runner ends the process itself
             (past the drain deadline), where :meth:`run` cannot return it.
+        on_exit_at_once: Called when a second signal ends the process at once, with a
+            summary of what is committed so far (``summary.json`` is not written then);
+            the CLI prints how to resume.
     """
 
     _noun = "job runner"
@@ -127,6 +131,7 @@ class JobRunner(Lifecycle):
         retry_rng: np.random.Generator | None = None,
         metrics: JobMetrics | None = None,
         report: Callable[[JobSummary], None] | None = None,
+        on_exit_at_once: Callable[[JobSummary], None] | None = None,
     ) -> None:
         self._job_file = Path(job_file)
         # A spec made in code may still name sources files; load_job's are read already.
@@ -143,6 +148,7 @@ class JobRunner(Lifecycle):
         self._live_target: LocalTarget | None = None
         self._live_families: list[MetricFamily] = []
         self._report = report
+        self._on_exit_at_once = on_exit_at_once
         self._log_file: JsonLogFile | None = None
         self._started = 0.0
         self._started_at = ""
@@ -250,7 +256,8 @@ class JobRunner(Lifecycle):
                 await anyio.to_thread.run_sync(warmup.release)
 
     async def _check_backend(self) -> None:
-        """Refuse a CUDA job where no GPU answers, before loading or creating anything."""
+        """Refuse a CUDA job where no GPU answers, and devices that do not exist here,
+        before loading or creating anything."""
         reason = await anyio.to_thread.run_sync(
             backend_unavailable_reason, self._backend_kind, self._devices, self._spec.job.executor
         )
@@ -260,6 +267,16 @@ class JobRunner(Lifecycle):
                 fix="run it where a GPU answers, or on the CPU backend: "
                 "JobRunner(spec, job_file=..., backend='cpu'), or [job] backend = \"auto\" "
                 "in the job file.",
+            )
+        missing = await anyio.to_thread.run_sync(
+            missing_device_reason, self._backend_kind, self._devices, self._spec.job.executor
+        )
+        if missing is not None:
+            raise ConfigurationError(
+                f"job {self._spec.job.name!r}: {missing}",
+                fix="ask for devices that exist ([job] devices, --devices on the command "
+                'line, devices= for JobRunner): 0, or "all", or on the CPU backend a list '
+                "of the ordinals 0 to n-1.",
             )
 
     async def _run_logged(self, store: ResultStore) -> JobSummary:
@@ -306,23 +323,29 @@ class JobRunner(Lifecycle):
         return summary
 
     async def _already_complete(self, store: ResultStore) -> JobSummary:
-        """A resume of a complete job: nothing runs, and summary.json keeps its summary."""
+        """A resume of a complete job: nothing runs, and summary.json keeps its summary
+        (this one names the backend and device the items ran on, from it)."""
         manifest = store.manifest
         seconds = time.monotonic() - self._started
+        written = await anyio.to_thread.run_sync(store.read_summary)
+        earlier = _decoded_summary(written)
+        if earlier is not None:
+            self._backend_name = (earlier.backend, earlier.device)
+        where = f" on {earlier.backend} ({earlier.device})" if earlier and earlier.backend else ""
         summary = self._summary(
             status="complete",
             code=EXIT_OK,
             message=(
                 f"already complete: all {manifest.committed} items ({manifest.failed} failed) "
-                f"were committed to {self._folder / 'chunks'} by an earlier run; nothing ran, "
-                "and summary.json keeps that run's summary"
+                f"were committed to {self._folder / 'chunks'} by an earlier run{where}; "
+                "nothing ran, and summary.json keeps that run's summary"
             ),
             manifest=manifest,
             done=0,
             skipped=manifest.committed,
             seconds=seconds,
         )
-        if await anyio.to_thread.run_sync(store.read_summary) is None:
+        if written is None:
             await anyio.to_thread.run_sync(store.write_summary, summary)
         _log.info("job_already_complete", job=self._spec.job.name, output=str(self._folder))
         return summary
@@ -337,9 +360,12 @@ class JobRunner(Lifecycle):
         async def finish_past_deadline() -> None:
             await self._finish_past_deadline(store, progress, committer)
 
+        async def exit_at_once(signum: int) -> None:
+            await self._exit_at_once(signum, store, progress)
+
         async with anyio.create_task_group() as tg:
             if self._handle_signals:
-                tg.start_soon(self._watch_signals, finish_past_deadline)
+                tg.start_soon(self._watch_signals, finish_past_deadline, exit_at_once)
             if self._metrics is not None:
                 tg.start_soon(
                     refresh_periodically, self._metrics, lambda: self._metric_families(progress)
@@ -513,7 +539,11 @@ class JobRunner(Lifecycle):
             self._generation_scope.deadline = self._drain_deadline
         _log.warning("job_stopping", reason=message, drain_s=self._spec.limits.drain_timeout_s)
 
-    async def _watch_signals(self, finish_past_deadline: Callable[[], Awaitable[None]]) -> None:
+    async def _watch_signals(
+        self,
+        finish_past_deadline: Callable[[], Awaitable[None]],
+        exit_at_once: Callable[[int], Awaitable[None]],
+    ) -> None:
         """First signal: drain. A second one: exit now. Past the drain deadline (workers
         still waiting on threads, which cannot be cancelled): commit what is done, exit.
 
@@ -544,7 +574,7 @@ class JobRunner(Lifecycle):
                     signal=signal.Signals(signum).name,
                     action="exiting now; committed results are intact",
                 )
-                await self._end_process(exit_code(signum), None)
+                await exit_at_once(signum)
             await finish_past_deadline()
 
     async def _finish_past_deadline(
@@ -560,15 +590,34 @@ class JobRunner(Lifecycle):
             progress.close()
             summary = await self._finish(store, progress)
             _log_finished(summary)
-            await self._end_process(summary.exit_code, summary)
+            await self._end_process(summary.exit_code, summary, self._report)
 
-    async def _end_process(self, code: int, summary: JobSummary | None) -> NoReturn:
+    async def _exit_at_once(self, signum: int, store: ResultStore, progress: Progress) -> NoReturn:
+        """End the process now after a second signal; what is committed stays (no summary
+        is written: a commit may be under way in a thread)."""
+        manifest = store.manifest
+        summary = self._summary(
+            status="interrupted",
+            code=exit_code(signum),
+            message=f"exited at once on a second {signal.Signals(signum).name}: "
+            f"{manifest.committed} of {self._total} items committed (summary.json not "
+            "updated); resume with --resume",
+            manifest=manifest,
+            done=progress.done,
+            skipped=progress.skipped,
+            seconds=time.monotonic() - self._started,
+        )
+        await self._end_process(summary.exit_code, summary, self._on_exit_at_once)
+
+    async def _end_process(
+        self, code: int, summary: JobSummary, report: Callable[[JobSummary], None] | None
+    ) -> NoReturn:
         """End the process now (workers may still wait on threads): report, flush, exit."""
         with anyio.CancelScope(shield=True):
             if self._log_file is not None:
                 await anyio.to_thread.run_sync(self._log_file.close)
-        if summary is not None and self._report is not None:
-            self._report(summary)
+        if report is not None:
+            report(summary)
         for stream in (sys.stdout, sys.stderr):
             with contextlib.suppress(Exception):
                 stream.flush()
@@ -642,3 +691,14 @@ def _log_finished(summary: JobSummary) -> None:
     for bulky in ("telemetry", "batches"):  # in summary.json; too long for a line
         fields.pop(bulky)
     _log.info("job_finished", **fields)
+
+
+def _decoded_summary(data: bytes | None) -> JobSummary | None:
+    """An earlier run's ``summary.json``, or ``None`` when there is none or it does not
+    decode (written by another version)."""
+    if data is None:
+        return None
+    try:
+        return msgspec.json.decode(data, type=JobSummary)
+    except msgspec.DecodeError:  # ValidationError is a DecodeError
+        return None

@@ -2,7 +2,11 @@
 
 Unknown fields are refused everywhere and numbers carry bounds, so a typo or an
 impossible value fails at load time with the path inside the file
-(``$.workload[0].sources``), never half-way through a run.
+(``$.workload[0].sources``), never half-way through a run. A constrained string says
+its rule in words in its ``msgspec.Meta`` ``description`` (errors quote it, not the
+regex). A rule across a section's fields is checked in that section's
+``__post_init__``, which reports every broken rule, one per line, each starting with
+the field it is about (``.path: ...``; the loader puts the section's path in front).
 """
 
 from __future__ import annotations
@@ -19,7 +23,31 @@ NonNegative = Annotated[int, msgspec.Meta(ge=0)]
 #: A vertex id: vertex ids are int32 and a graph has at most 2**31 - 1 vertices.
 VertexId = Annotated[int, msgspec.Meta(ge=0, le=2**31 - 2)]
 #: A file path: not empty, no NUL byte (no file system takes one).
-FilePath = Annotated[str, msgspec.Meta(min_length=1, max_length=4096, pattern=r"^[^\x00]*$")]
+FilePath = Annotated[
+    str,
+    msgspec.Meta(
+        min_length=1,
+        max_length=4096,
+        pattern=r"^[^\x00]*$",
+        description="a path of 1 to 4096 characters without a NUL byte",
+    ),
+]
+#: A job's name: it names files and log lines, so a few safe characters only.
+JobName = Annotated[
+    str,
+    msgspec.Meta(
+        min_length=1,
+        max_length=200,
+        pattern=r"^[\w.\-]+$",
+        description="a name of 1 to 200 characters, each a letter, a digit, '_', '.' or '-'",
+    ),
+]
+
+
+def _broken_rules(problems: list[str]) -> None:
+    """Raise the rules a section breaks, one per line (msgspec reports the message)."""
+    if problems:
+        raise ValueError("\n".join(problems))
 
 
 class JobSection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -31,7 +59,7 @@ class JobSection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     ``ray_address`` (a local Ray instance when unset), or ``ray_workers`` of them.
     """
 
-    name: Annotated[str, msgspec.Meta(min_length=1, max_length=200, pattern=r"^[\w.\-]+$")]
+    name: JobName
     backend: Literal["auto", "cuda", "cpu"] = "auto"
     devices: (
         Literal["all"]
@@ -68,6 +96,23 @@ class GraphSection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     dst_column: Annotated[str, msgspec.Meta(min_length=1)] = "dst"
     weight_column: Annotated[str, msgspec.Meta(min_length=1)] | None = None
     weights: Literal["uniform"] | None = None
+
+    def __post_init__(self) -> None:
+        """Check the rules across the fields (each broken one on a line of the error)."""
+        problems: list[str] = []
+        if self.kind == "rmat" and (self.scale is None or self.path is not None):
+            problems.append("kind 'rmat' needs scale and takes no path")
+        if self.kind != "rmat" and self.path is None:
+            problems.append(f".path: kind {self.kind!r} needs a path to the file")
+        if self.kind != "table":
+            for name, default in (("src_column", "src"), ("dst_column", "dst")):
+                if getattr(self, name) != default:
+                    problems.append(f".{name}: only kind 'table' reads columns")
+            if self.weight_column is not None:
+                problems.append(".weight_column: only kind 'table' reads columns")
+        if self.kind != "rmat" and self.weights is not None:
+            problems.append(".weights: only kind 'rmat' draws weights; a file's graph has its own")
+        _broken_rules(problems)
 
 
 class RandomSources(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -131,6 +176,15 @@ def _workload_struct(unit: QueryKind[Any]) -> type[msgspec.Struct]:
     def params(self: Any) -> Params:
         return unit.params(**{name: getattr(self, name) for name in names})
 
+    def rules(self: Any) -> None:
+        """Check the rules across the fields (each broken one on a line of the error)."""
+        problems: list[str] = []
+        if not unit.takes_sources and self.sources is not None:
+            problems.append(f".sources: {unit.name} takes no sources")
+        if unit.takes_sources and not self.sources:
+            problems.append(f".sources: {unit.name!r} needs at least one source")
+        _broken_rules(problems)
+
     return msgspec.defstruct(
         f"{unit.params.__name__.removesuffix('Params')}Workload",
         [("sources", Sources | None, None)],
@@ -144,6 +198,7 @@ def _workload_struct(unit: QueryKind[Any]) -> type[msgspec.Struct]:
             "kind": property(lambda self: unit.name, doc="The kind's name."),
             "unit": property(lambda self: unit, doc="The registered kind."),
             "params": property(params, doc="The kind's parameters, without sources."),
+            "__post_init__": rules,
         },
     )
 
@@ -243,27 +298,3 @@ class JobSpec(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     batching: BatchingSection = BatchingSection()
     limits: LimitsSection = LimitsSection()
     logging: LoggingSection = LoggingSection()
-
-    def __post_init__(self) -> None:
-        # Rules that span fields; msgspec reports a ValidationError raised here with
-        # the message as given, and _load adds the path it names.
-        graph = self.graph
-        if graph.kind == "rmat" and (graph.scale is None or graph.path is not None):
-            raise ValueError("$.graph: kind 'rmat' needs scale and takes no path")
-        if graph.kind != "rmat" and graph.path is None:
-            raise ValueError(f"$.graph.path: kind {graph.kind!r} needs a path to the file")
-        if graph.kind != "rmat" and graph.weights is not None:
-            raise ValueError(
-                "$.graph.weights: only kind 'rmat' draws weights; a file's graph has its own"
-            )
-        if graph.kind != "table":
-            for name, default in (("src_column", "src"), ("dst_column", "dst")):
-                if getattr(graph, name) != default:
-                    raise ValueError(f"$.graph.{name}: only kind 'table' reads columns")
-            if graph.weight_column is not None:
-                raise ValueError("$.graph.weight_column: only kind 'table' reads columns")
-        for i, w in enumerate(self.workload):
-            if not w.unit.takes_sources and w.sources is not None:
-                raise ValueError(f"$.workload[{i}].sources: {w.kind} takes no sources")
-            if w.unit.takes_sources and not w.sources:
-                raise ValueError(f"$.workload[{i}].sources: {w.kind!r} needs at least one source")
