@@ -231,9 +231,10 @@ def _main(argv: Sequence[str] | None) -> int:
     )
     run.add_argument(
         "--metrics-host",
-        default="0.0.0.0",  # noqa: S104 - Prometheus scrapes exporters from other hosts
+        default="127.0.0.1",
         metavar="HOST",
-        help="address the metrics server listens on (default: 0.0.0.0, every interface)",
+        help="address the metrics server listens on (default: 127.0.0.1, this machine "
+        "only; 0.0.0.0 for every interface: it has no authentication)",
     )
     info = commands.add_parser(
         "info", help="devices, capabilities, versions", parents=[logging_options]
