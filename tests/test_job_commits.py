@@ -78,6 +78,23 @@ def test_written_chunks_never_listed_are_removed_by_the_resume(tmp_path: Path) -
         ResultStore.open(beyond, job="j", fingerprint="f", total_items=12, resume=True)
 
 
+def test_a_committed_chunk_whose_entry_was_removed_is_refused_not_deleted(tmp_path: Path) -> None:
+    """The manifest's last entry taken out of an unfinished job: resume refuses the folder,
+    naming the missing chunk, and the committed chunk file stays (it used to be removed as
+    the writer's uncommitted leftover)."""
+    out = tmp_path / "o"
+    store = ResultStore.open(out, job="j", fingerprint="f", total_items=12, resume=False)
+    store.list_chunk(store.write_chunk(0, [_block(0, 4)], 0))
+    store.list_chunk(store.write_chunk(1, [_block(4, 4)], 0))
+    store.close()
+    manifest = json.loads((out / "manifest.json").read_text())
+    removed = manifest["chunks"].pop()["name"]
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(ConfigurationError, match=r"chunk 000001's entry is missing.*Fix:"):
+        ResultStore.open(out, job="j", fingerprint="f", total_items=12, resume=True)
+    assert (out / "chunks" / removed).exists()
+
+
 async def test_the_committer_writes_chunks_at_once_and_lists_them_in_order(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

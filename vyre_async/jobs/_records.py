@@ -17,8 +17,12 @@ import msgspec
 from ._layout import ChunkFormat
 
 #: Version of the manifest and record layout (2: checksums, writer tokens; 3: every
-#: record field written, Parquet chunks, one array file per chunk).
-FORMAT_VERSION = 3
+#: record field written, Parquet chunks, one array file per chunk; 4: the chunks being
+#: written named in the manifest, the graph file's content in the fingerprint).
+FORMAT_VERSION = 4
+#: Formats whose folders are read (records, arrays, ``vyre-async verify``); only
+#: :data:`FORMAT_VERSION` folders are resumed.
+READABLE_FORMATS = (3, 4)
 
 
 class ItemRecord(msgspec.Struct, frozen=True, forbid_unknown_fields=True, gc=False):
@@ -116,6 +120,10 @@ class Manifest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         chunk_format: ``"jsonl"`` or ``"parquet"``: how every chunk of the folder is written.
         chunks: Committed chunk files, in commit order.
         complete: Every item committed: the listed chunks are the job's result set.
+        writing: The chunk files the writer may have written and not listed yet
+            (the next ones after ``chunks``, named with its token; none once the job
+            is complete): a resume removes these, with their array files, as the
+            writer's uncommitted leftovers, and nothing else.
     """
 
     format: int
@@ -126,6 +134,7 @@ class Manifest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     chunk_format: ChunkFormat
     chunks: tuple[ChunkEntry, ...] = ()
     complete: bool = False
+    writing: tuple[str, ...] = ()
 
     @property
     def committed(self) -> int:

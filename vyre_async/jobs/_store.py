@@ -52,6 +52,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..errors import ConfigurationError
+from ..logging import get_logger
 from ._arrays import ArrayFileWriter
 from ._atomic import Folder
 from ._claim import (
@@ -77,6 +78,7 @@ from ._layout import (
     ChunkFormat,
     chunk_name,
     own_uncommitted,
+    writing_names,
 )
 from ._records import FORMAT_VERSION, ChunkEntry, FileEntry, ItemRecord, Manifest
 from ._verify import parquet_modules, read_manifest, verify
@@ -84,6 +86,7 @@ from ._verify import parquet_modules, read_manifest, verify
 __all__ = ["LOG_FILE", "ResultStore", "output_folder"]
 
 _encoder = msgspec.json.Encoder()
+_log = get_logger("vyre_async.jobs")
 
 
 def output_folder(
@@ -266,10 +269,19 @@ class ResultStore:
         old = read_manifest(root) if MANIFEST_FILE in kinds else None
         if old is not None and old.chunks:
             check_same_job(root.path, old, fingerprint, total_items, resume, chunk_format)
-            manifest = msgspec.structs.replace(old, writer=new_writer(old))
+            writer = new_writer(old)
+            writing = () if old.complete else writing_names(len(old.chunks), writer, chunk_format)
+            manifest = msgspec.structs.replace(old, writer=writer, writing=writing)
         else:  # new, or a folder whose manifest commits nothing: this job's now
+            writer = new_writer(old)
             manifest = Manifest(
-                FORMAT_VERSION, job, fingerprint, total_items, new_writer(old), chunk_format
+                FORMAT_VERSION,
+                job,
+                fingerprint,
+                total_items,
+                writer,
+                chunk_format,
+                writing=writing_names(0, writer, chunk_format),
             )
         if old is None:
             # The manifest comes before chunks/ and arrays/: a run killed in between
@@ -291,6 +303,7 @@ class ResultStore:
             remove_leftovers(root.path, arrays, leftovers, len(old.chunks) if old else 0)
             for name in kinds:
                 if ROOT_TEMP.match(name):
+                    _log.warning("removing_uncommitted_file", file=str(root.path / name))
                     root.remove(name)
             if old is not None:  # its new writer token, once the folder was checked
                 root.write(MANIFEST_FILE, _encoder.encode(manifest))
@@ -498,7 +511,9 @@ class ResultStore:
             raise ValueError(
                 f"chunk {written.seq} cannot be listed after {len(manifest.chunks)} chunks"
             )
-        manifest = msgspec.structs.replace(manifest, chunks=(*manifest.chunks, written.entry))
+        chunks = (*manifest.chunks, written.entry)
+        writing = writing_names(len(chunks), manifest.writer, manifest.chunk_format)
+        manifest = msgspec.structs.replace(manifest, chunks=chunks, writing=writing)
         self._root.write(MANIFEST_FILE, _encoder.encode(manifest))
         self._manifest = manifest
         self.committed[written.ids] = True
@@ -513,7 +528,7 @@ class ResultStore:
         """Mark the job complete in the manifest (every item is committed)."""
         if self._manifest.committed != self._manifest.total_items:
             raise ValueError("a job is complete only once every item is committed")
-        manifest = msgspec.structs.replace(self._manifest, complete=True)
+        manifest = msgspec.structs.replace(self._manifest, complete=True, writing=())
         self._root.write(MANIFEST_FILE, _encoder.encode(manifest))
         self._manifest = manifest
 

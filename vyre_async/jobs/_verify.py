@@ -20,8 +20,15 @@ import numpy.typing as npt
 from ..errors import ConfigurationError
 from ._atomic import Folder, NotPlainError
 from ._columns import optional, parquet_table, table_records
-from ._layout import ARRAY_PATH, ARRAYS_DIR, CHUNK_NAME, MANIFEST_FILE, array_name
-from ._records import FORMAT_VERSION, ChunkEntry, FileEntry, ItemRecord, Manifest
+from ._layout import (
+    ARRAY_PATH,
+    ARRAYS_DIR,
+    CHUNK_NAME,
+    MANIFEST_FILE,
+    array_name,
+    writing_names,
+)
+from ._records import READABLE_FORMATS, ChunkEntry, FileEntry, ItemRecord, Manifest
 
 record_decoder = msgspec.json.Decoder(ItemRecord)
 
@@ -43,9 +50,10 @@ def read_manifest(root: Folder) -> Manifest:
         version = msgspec.json.decode(data, type=_Format).format
     except (msgspec.DecodeError, msgspec.ValidationError):
         version = None
-    if version is not None and version != FORMAT_VERSION:
+    if version is not None and version not in READABLE_FORMATS:
         raise ConfigurationError(
-            f"{path} is of format {version}; this vyre-async reads format {FORMAT_VERSION}",
+            f"{path} is of format {version}; this vyre-async reads formats "
+            f"{', '.join(map(str, READABLE_FORMATS))}",
             fix="finish the job with the vyre-async version that started it, or start it "
             "again in a new folder with --out DIR.",
         )
@@ -65,7 +73,41 @@ def read_manifest(root: Folder) -> Manifest:
         odd = [f.path for f in entry.files if f.path != own] + [f.path for f in entry.files[1:]]
         if odd:
             raise damaged(root.path, path, f"lists an array file named {odd[0]!r}")
+    if manifest.format >= 4:
+        problem = writing_problem(manifest)
+        if problem is not None:
+            raise damaged(root.path, path, problem)
     return manifest
+
+
+def writing_problem(manifest: Manifest) -> str | None:
+    """What is wrong with the chunks a format-4 manifest names as being written, or
+    ``None``: every manifest the runner writes names the next chunks after those it
+    lists (none once complete), so a mismatch means an entry was removed or added."""
+    listed = len(manifest.chunks)
+    if manifest.complete:
+        expected: tuple[str, ...] = ()
+    else:
+        expected = writing_names(listed, manifest.writer, manifest.chunk_format)
+    if manifest.writing == expected:
+        return None
+    first = CHUNK_NAME.match(manifest.writing[0]) if manifest.writing else None
+    if first is not None and int(first[1]) > listed and not manifest.complete:
+        missing = int(first[1]) - 1
+        which = (
+            f"chunk {listed:06d}'s entry is"
+            if missing == listed
+            else f"the entries of chunks {listed:06d} to {missing:06d} are"
+        )
+        return (
+            f"lists {listed} chunks but names chunk {int(first[1]):06d} as the next its "
+            f"writer writes: {which} missing"
+        )
+    return (
+        f"names {list(manifest.writing)} as the chunks being written, where the runner "
+        f"would have named {list(expected)} after its {listed} committed chunks"
+        f"{' of a complete job' if manifest.complete else ''}"
+    )
 
 
 def open_output(folder: Path) -> tuple[Folder, Manifest]:
