@@ -35,6 +35,7 @@ from .jobs import (
     check_job,
     exiting_at_once_on_signals,
     load_job,
+    load_manifest_key,
     serve_metrics,
 )
 from .kernels import cache_root, nvrtc_version
@@ -77,6 +78,7 @@ def _devices(text: str) -> DeviceSelector:
 def _run(args: argparse.Namespace) -> int:
     try:
         spec = load_job(args.file)
+        manifest_key = load_manifest_key(args.manifest_key_file)
     except VyreError as exc:
         print(f"vyre-async: {exc}", file=sys.stderr)
         return 2
@@ -109,6 +111,7 @@ def _run(args: argparse.Namespace) -> int:
             progress_stream=bar,
             metrics=metrics,
             report=lambda summary: _print_summary(summary, args),
+            manifest_key=manifest_key,
         )
         with (
             serve_metrics(metrics, args.metrics_port, args.metrics_host)
@@ -189,6 +192,15 @@ def _add_logging_options(parser: argparse.ArgumentParser, default: object) -> No
     )
 
 
+def _add_manifest_key_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--manifest-key-file",
+        metavar="PATH",
+        help="a file holding the key that seals the manifest with an HMAC (default: "
+        "$VYRE_ASYNC_MANIFEST_KEY_FILE, else the key in $VYRE_ASYNC_MANIFEST_KEY)",
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``vyre-async``; returns the process exit code.
 
@@ -222,6 +234,7 @@ def _main(argv: Sequence[str] | None) -> int:
         "--devices", type=_devices, help="override [job] devices: an ordinal, 'all' or '0,1'"
     )
     run.add_argument("--resume", action="store_true", help="continue the job in the folder")
+    _add_manifest_key_option(run)
     run.add_argument(
         "--metrics-port",
         type=int,

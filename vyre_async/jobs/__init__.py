@@ -19,6 +19,8 @@ from ._executors import register_executor as register_executor
 from ._graph_source import graph_loads as graph_loads
 from ._items import total_items as total_items
 from ._load import load_job as load_job
+from ._manifest_key import ManifestKey as ManifestKey
+from ._manifest_key import load_manifest_key as load_manifest_key
 from ._metrics import JobMetrics as JobMetrics
 from ._metrics import serve_metrics as serve_metrics
 from ._preflight import JobCheck as JobCheck
@@ -57,6 +59,7 @@ __all__ = [
     "LimitsSection",
     "LoggingSection",
     "Manifest",
+    "ManifestKey",
     "OutputSection",
     "RandomSources",
     "WorkloadSection",
@@ -66,6 +69,7 @@ __all__ = [
     "exiting_at_once_on_signals",
     "graph_loads",
     "load_job",
+    "load_manifest_key",
     "open_item_arrays",
     "read_item_array",
     "read_records",

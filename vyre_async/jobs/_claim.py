@@ -31,6 +31,7 @@ from ._layout import (
     ChunkFormat,
     own_uncommitted,
 )
+from ._manifest_key import ManifestKey, check_seal
 from ._records import FORMAT_VERSION, Manifest
 
 _log = get_logger("vyre_async.jobs")
@@ -135,12 +136,15 @@ def check_same_job(
     total_items: int,
     resume: bool,
     chunk_format: ChunkFormat,
+    key: ManifestKey | None,
 ) -> None:
-    """Refuse to continue a job's folder without ``resume``, with another job, or in
-    another chunk format.
+    """Refuse to continue a job's folder of another format, without ``resume``, whose
+    manifest's MAC does not hold for ``key``, with another job, or in another chunk
+    format.
 
     Raises:
-        ConfigurationError: With both fingerprints, item counts or formats.
+        ConfigurationError: With both formats, fingerprints, item counts or formats,
+            or what is wrong with the MAC.
     """
     if old.format != FORMAT_VERSION:
         raise ConfigurationError(
@@ -158,6 +162,7 @@ def check_same_job(
             fix="pass --resume to continue it, or choose another folder with --out DIR "
             "(or delete this one).",
         )
+    check_seal(folder / MANIFEST_FILE, old, key)  # before anything it says is believed
     if old.fingerprint != fingerprint:
         raise ConfigurationError(
             f"output folder {folder} holds job {old.job!r} with another graph or other "

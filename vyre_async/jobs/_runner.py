@@ -64,6 +64,7 @@ from ._items import (
     sources_out_degree,
     total_items,
 )
+from ._manifest_key import ManifestKey
 from ._metrics import JobMetrics, job_families, refresh_periodically
 from ._preflight import backend_unavailable_reason, check_job
 from ._progress import Progress
@@ -105,6 +106,9 @@ class JobRunner(Lifecycle):
             (for Prometheus; see :class:`JobMetrics`).
         report: Called with the summary when the runner ends the process itself
             (past the drain deadline), where :meth:`run` cannot return it.
+        manifest_key: Seal the output folder's manifests with this key, and check a
+            resumed folder's with it (:func:`load_manifest_key` reads one from a file
+            or the environment); ``None`` writes manifests without a MAC.
     """
 
     _noun = "job runner"
@@ -126,6 +130,7 @@ class JobRunner(Lifecycle):
         retry_rng: np.random.Generator | None = None,
         metrics: JobMetrics | None = None,
         report: Callable[[JobSummary], None] | None = None,
+        manifest_key: ManifestKey | None = None,
     ) -> None:
         self._job_file = Path(job_file)
         # A spec made in code may still name sources files; load_job's are read already.
@@ -142,6 +147,7 @@ class JobRunner(Lifecycle):
         self._live_target: LocalTarget | None = None
         self._live_families: list[MetricFamily] = []
         self._report = report
+        self._manifest_key = manifest_key
         self._log_file: JsonLogFile | None = None
         self._started = 0.0
         self._started_at = ""
@@ -220,6 +226,7 @@ class JobRunner(Lifecycle):
                 total_items=self._total,
                 resume=self._resume,
                 chunk_format=spec.output.format,
+                manifest_key=self._manifest_key,
             )
         )
         try:

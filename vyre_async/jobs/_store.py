@@ -80,6 +80,7 @@ from ._layout import (
     own_uncommitted,
     writing_names,
 )
+from ._manifest_key import ManifestKey, seal
 from ._records import FORMAT_VERSION, ChunkEntry, FileEntry, ItemRecord, Manifest
 from ._verify import parquet_modules, read_manifest, verify
 
@@ -158,6 +159,7 @@ class ResultStore:
         lock_fd: int,
         manifest: Manifest,
         committed: npt.NDArray[np.bool_],
+        key: ManifestKey | None = None,
     ) -> None:
         self.folder = root.path
         self.committed = committed
@@ -166,6 +168,7 @@ class ResultStore:
         self._root, self._chunks, self._arrays = root, chunks, arrays
         self._lock_fd = lock_fd
         self._manifest = manifest
+        self._key = key
         # Full results of items whose records have not reached the committer yet.
         self._staged: dict[int, np.ndarray] = {}
         self._staged_lock = threading.Lock()
@@ -192,6 +195,7 @@ class ResultStore:
         total_items: int,
         resume: bool,
         chunk_format: ChunkFormat = "jsonl",
+        manifest_key: ManifestKey | None = None,
     ) -> ResultStore:
         """Claim a new or empty folder, or reopen a job's folder to resume it.
 
@@ -206,13 +210,17 @@ class ResultStore:
             total_items: Items of the job.
             resume: Continue the job committed in the folder.
             chunk_format: ``"jsonl"`` or ``"parquet"`` (which needs pyarrow).
+            manifest_key: Seal every manifest written with this key, and check the
+                MAC of the folder's manifest with it (see :mod:`._manifest_key`).
 
         Raises:
             ConfigurationError: The folder is in use by another run; holds results
                 and ``resume`` is off; holds another job's results, or chunks of
                 another format; holds anything vyre-async did not write (or a
-                symlink); was changed or damaged since it was committed; does not
-                exist or holds no job while ``resume`` is on; or cannot be written.
+                symlink); was changed or damaged since it was committed; has a
+                manifest whose MAC does not hold for ``manifest_key`` (keyed without
+                it, unkeyed with it, another key, or rewritten); does not exist or
+                holds no job while ``resume`` is on; or cannot be written.
                 Or the format is Parquet and pyarrow is missing.
         """
         if chunk_format == "parquet":  # before anything is created
@@ -242,7 +250,9 @@ class ResultStore:
         try:
             refuse_a_folder_without_a_job(root, resume)
             lock_fd = take_lock(root)
-            store = cls._claim(root, lock_fd, job, fingerprint, total_items, resume, chunk_format)
+            store = cls._claim(
+                root, lock_fd, job, fingerprint, total_items, resume, chunk_format, manifest_key
+            )
         except BaseException as exc:
             if lock_fd >= 0:
                 os.close(lock_fd)
@@ -263,12 +273,13 @@ class ResultStore:
         total_items: int,
         resume: bool,
         chunk_format: ChunkFormat,
+        key: ManifestKey | None,
     ) -> ResultStore:
         kinds = dict(root.entries())
         refuse_foreign(root, kinds, has_manifest=MANIFEST_FILE in kinds)
         old = read_manifest(root) if MANIFEST_FILE in kinds else None
         if old is not None and old.chunks:
-            check_same_job(root.path, old, fingerprint, total_items, resume, chunk_format)
+            check_same_job(root.path, old, fingerprint, total_items, resume, chunk_format, key)
             writer = new_writer(old)
             writing = () if old.complete else writing_names(len(old.chunks), writer, chunk_format)
             manifest = msgspec.structs.replace(old, writer=writer, writing=writing)
@@ -286,6 +297,7 @@ class ResultStore:
         if old is None:
             # The manifest comes before chunks/ and arrays/: a run killed in between
             # leaves a job's folder, never subfolders without a manifest (refused).
+            manifest = seal(manifest, key)
             root.write(MANIFEST_FILE, _encoder.encode(manifest))
         chunks = root.subfolder(CHUNKS_DIR, create=True)
         try:
@@ -306,12 +318,13 @@ class ResultStore:
                     _log.warning("removing_uncommitted_file", file=str(root.path / name))
                     root.remove(name)
             if old is not None:  # its new writer token, once the folder was checked
+                manifest = seal(manifest, key)
                 root.write(MANIFEST_FILE, _encoder.encode(manifest))
         except BaseException:
             chunks.close()
             arrays.close()
             raise
-        return cls(root, chunks, arrays, lock_fd, manifest, committed)
+        return cls(root, chunks, arrays, lock_fd, manifest, committed, key)
 
     def discard_if_unused(self) -> None:
         """Remove the folder again if :meth:`open` made it and nothing was committed.
@@ -513,9 +526,7 @@ class ResultStore:
             )
         chunks = (*manifest.chunks, written.entry)
         writing = writing_names(len(chunks), manifest.writer, manifest.chunk_format)
-        manifest = msgspec.structs.replace(manifest, chunks=chunks, writing=writing)
-        self._root.write(MANIFEST_FILE, _encoder.encode(manifest))
-        self._manifest = manifest
+        self._write_manifest(msgspec.structs.replace(manifest, chunks=chunks, writing=writing))
         self.committed[written.ids] = True
         self._stop_writing(written.ids)
         return written.entry
@@ -528,7 +539,11 @@ class ResultStore:
         """Mark the job complete in the manifest (every item is committed)."""
         if self._manifest.committed != self._manifest.total_items:
             raise ValueError("a job is complete only once every item is committed")
-        manifest = msgspec.structs.replace(self._manifest, complete=True, writing=())
+        self._write_manifest(msgspec.structs.replace(self._manifest, complete=True, writing=()))
+
+    def _write_manifest(self, manifest: Manifest) -> None:
+        """Replace the manifest (sealed with the folder's key, if any): the commit point."""
+        manifest = seal(manifest, self._key)
         self._root.write(MANIFEST_FILE, _encoder.encode(manifest))
         self._manifest = manifest
 
