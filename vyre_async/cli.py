@@ -5,7 +5,9 @@ the job failed (too many failed items, a device lost too often, no GPU for a CUD
 job), 2 for a bad job file or output folder, 130/143 after SIGINT/SIGTERM (drained
 and committed; the message says how to resume). ``vyre-async validate FILE...``
 checks job files without running them (exit 0 when all are valid, else 2 with, for
-each bad one, the file, the path inside it and a fix). ``vyre-async info`` prints
+each bad one, the file, the path inside it and a fix). ``vyre-async verify RUN``
+checks a job's output folder against its manifest (exit 0 when everything checks,
+else 2 with each problem and its fix). ``vyre-async info`` prints
 what this machine offers: the backend ``auto`` picks, the GPU (name, compute
 capability, memory, driver version), NVRTC's and cuda-bindings' versions, whether
 the driver supports their CUDA major (with the extra to install when it does not)
@@ -33,10 +35,12 @@ from .jobs import (
     JobSummary,
     backend_unavailable_reason,
     check_job,
+    describe_report,
     exiting_at_once_on_signals,
     load_job,
     load_manifest_key,
     serve_metrics,
+    verify_output,
 )
 from .kernels import cache_root, nvrtc_version
 from .logging import configure_logging
@@ -148,6 +152,18 @@ def _validate(files: list[str]) -> int:
     return 2 if failed else 0
 
 
+def _verify(args: argparse.Namespace) -> int:
+    """Check an output folder: exit 0 when everything checks, 2 with each problem listed."""
+    try:
+        key = load_manifest_key(args.manifest_key_file)
+        report = verify_output(args.folder, manifest_key=key)
+    except VyreError as exc:
+        print(f"vyre-async: {exc}", file=sys.stderr)
+        return 2
+    print(msgspec.json.encode(report).decode() if args.json else describe_report(report))
+    return 0 if report.ok else 2
+
+
 def _print_summary(summary: JobSummary, args: argparse.Namespace) -> None:
     print(f"job {summary.job!r}: {summary.status}: {summary.message}")
     rate = f"{summary.items_per_s:,.0f} items/s" if summary.items_this_run else "nothing ran"
@@ -257,12 +273,22 @@ def _main(argv: Sequence[str] | None) -> int:
         "validate", help="check job files without running them", parents=[logging_options]
     )
     validate.add_argument("files", nargs="+", metavar="FILE", help="a .toml, .json or .yaml file")
+    verify = commands.add_parser(
+        "verify",
+        help="check a job's output folder against its manifest (exit 0, or 2 listing each problem)",
+        parents=[logging_options],
+    )
+    verify.add_argument("folder", metavar="RUN", help="the output folder of a job")
+    _add_manifest_key_option(verify)
+    verify.add_argument("--json", action="store_true", help="print the report as JSON")
     args = parser.parse_args(argv)
     if args.command == "run":
         return _run(args)
     configure_logging(args.log_format or "console", level=args.log_level or "warning")
     if args.command == "validate":
         return _validate(args.files)
+    if args.command == "verify":
+        return _verify(args)
     try:
         report = anyio.run(_info)
     except VyreError as exc:

@@ -11,6 +11,10 @@ arrays of the items that wrote one.
 from ._arrays import ItemArrays as ItemArrays
 from ._arrays import open_item_arrays as open_item_arrays
 from ._arrays import read_item_array as read_item_array
+from ._audit import VerifyProblem as VerifyProblem
+from ._audit import VerifyReport as VerifyReport
+from ._audit import describe_report as describe_report
+from ._audit import verify_output as verify_output
 from ._execute import BlockExecutor as BlockExecutor
 from ._execute import BlockResult as BlockResult
 from ._execute import execute_block as execute_block
@@ -62,9 +66,12 @@ __all__ = [
     "ManifestKey",
     "OutputSection",
     "RandomSources",
+    "VerifyProblem",
+    "VerifyReport",
     "WorkloadSection",
     "backend_unavailable_reason",
     "check_job",
+    "describe_report",
     "execute_block",
     "exiting_at_once_on_signals",
     "graph_loads",
@@ -76,4 +83,5 @@ __all__ = [
     "register_executor",
     "serve_metrics",
     "total_items",
+    "verify_output",
 ]

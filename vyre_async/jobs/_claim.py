@@ -72,15 +72,7 @@ def refuse_foreign(root: Folder, kinds: dict[str, str], *, has_manifest: bool) -
     Raises:
         ConfigurationError: Naming up to three of them.
     """
-    foreign = []
-    for name, kind in sorted(kinds.items()):
-        if ROOT_TEMP.match(name) or (name == LOCK_FILE and kind == "file"):
-            continue
-        if has_manifest and (
-            (name in ROOT_FILES and kind == "file") or (name in ROOT_DIRS and kind == "dir")
-        ):
-            continue
-        foreign.append(f"{name} ({'a symlink' if kind == 'link' else kind})")
+    foreign = foreign_entries(kinds, has_manifest=has_manifest)
     links = any(kind == "link" for kind in kinds.values())
     if not has_manifest and not links and "dir" in (kinds.get(CHUNKS_DIR), kinds.get(ARRAYS_DIR)):
         raise ConfigurationError(
@@ -97,6 +89,24 @@ def refuse_foreign(root: Folder, kinds: dict[str, str], *, has_manifest: bool) -
             + ("" if has_manifest else " (a new job's folder must be empty)"),
             fix=FOREIGN_FIX,
         )
+
+
+def foreign_entries(kinds: dict[str, str], *, has_manifest: bool) -> list[str]:
+    """The entries of a folder (``name -> kind``) that are not a job's own, described."""
+    foreign = []
+    for name, kind in sorted(kinds.items()):
+        if ROOT_TEMP.match(name) or (name == LOCK_FILE and kind == "file"):
+            continue
+        if has_manifest and (
+            (name in ROOT_FILES and kind == "file") or (name in ROOT_DIRS and kind == "dir")
+        ):
+            continue
+        foreign.append(_described(name, kind))
+    return foreign
+
+
+def _described(name: str, kind: str) -> str:
+    return f"{name} ({'a symlink' if kind == 'link' else kind})"
 
 
 def take_lock(root: Folder) -> int:
@@ -207,6 +217,17 @@ def classify(
     Raises:
         ConfigurationError: A file that is neither committed nor the last writer's.
     """
+    leftovers, foreign = sort_unlisted(chunks, arrays, manifest)
+    for place, names in foreign:
+        raise foreign_in(folder, place, names)
+    return leftovers
+
+
+def sort_unlisted(
+    chunks: Folder, arrays: Folder, manifest: Manifest | None
+) -> tuple[list[tuple[Folder, str, int]], list[tuple[Folder, list[str]]]]:
+    """The entries of ``chunks/`` and ``arrays/`` the manifest does not commit: the last
+    writer's leftovers (see :func:`classify`), and the others, described, per folder."""
     chunk_names = {c.name for c in manifest.chunks} if manifest else set()
     array_names = (
         {f.path.removeprefix(f"{ARRAYS_DIR}/") for c in manifest.chunks for f in c.files}
@@ -225,6 +246,7 @@ def classify(
     own_array = own_uncommitted(writer, "npz") if writer is not None else None
     first_writing = min(writing.values(), default=None)
     leftovers: list[tuple[Folder, str, int]] = []
+    strangers: list[tuple[Folder, list[str]]] = []
     for place, listed in ((chunks, chunk_names), (arrays, array_names)):
         foreign = []
         for name, kind in sorted(place.entries()):
@@ -239,10 +261,10 @@ def classify(
                 if mine is not None and first_writing is not None and int(mine[1]) >= first_writing:
                     leftovers.append((place, name, int(mine[1])))
                     continue
-            foreign.append(f"{name} ({'a symlink' if kind == 'link' else kind})")
+            foreign.append(_described(name, kind))
         if foreign:
-            raise foreign_in(folder, place, foreign)
-    return leftovers
+            strangers.append((place, foreign))
+    return leftovers, strangers
 
 
 def remove_leftovers(
