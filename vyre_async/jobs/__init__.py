@@ -4,8 +4,8 @@ A job file decodes into a frozen :class:`JobSpec`; a :class:`JobRunner` runs its
 items (one query per source, or one PageRank run, numbered from 0 in file order)
 through a resident-graph session and commits their :class:`ItemRecord` s to an
 output folder exactly once; :func:`read_records` reads them back (as records, an
-Arrow table or a pandas DataFrame) and :func:`open_item_arrays` the full-result
-arrays of the items that wrote one.
+Arrow table or a pandas DataFrame), :func:`open_item_arrays` the full-result
+arrays of the items that wrote one, and :func:`verify_output` checks the folder.
 """
 
 from ._arrays import ItemArrays as ItemArrays

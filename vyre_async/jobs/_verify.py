@@ -308,8 +308,10 @@ def verify_members(folder: Path, arrays: Folder, file: FileEntry, ids: list[int]
     """
     path = folder / file.path
     match = ARRAY_PATH.match(file.path)
+    if match is None:  # never opened: it could lead out of arrays/
+        raise damaged(folder, folder / MANIFEST_FILE, f"lists an array named {file.path!r}")
     try:
-        with arrays.open_read(match[1] if match else file.path) as handle:
+        with arrays.open_read(match[1]) as handle:
             names = zipfile.ZipFile(handle).namelist()
     except (OSError, zipfile.BadZipFile, ValueError) as exc:
         raise damaged(folder, path, f"is not an array archive ({exc})") from None
