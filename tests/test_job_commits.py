@@ -78,6 +78,47 @@ def test_written_chunks_never_listed_are_removed_by_the_resume(tmp_path: Path) -
         ResultStore.open(beyond, job="j", fingerprint="f", total_items=12, resume=True)
 
 
+def test_a_committed_chunk_whose_entry_was_removed_is_refused_not_deleted(tmp_path: Path) -> None:
+    """The manifest's last entry taken out of an unfinished job: resume refuses the folder,
+    naming the missing chunk, and the committed chunk file stays (it used to be removed as
+    the writer's uncommitted leftover)."""
+    out = tmp_path / "o"
+    store = ResultStore.open(out, job="j", fingerprint="f", total_items=12, resume=False)
+    store.list_chunk(store.write_chunk(0, [_block(0, 4)], 0))
+    store.list_chunk(store.write_chunk(1, [_block(4, 4)], 0))
+    store.close()
+    manifest = json.loads((out / "manifest.json").read_text())
+    removed = manifest["chunks"].pop()["name"]
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(ConfigurationError, match=r"chunk 000001's entry is missing.*Fix:"):
+        ResultStore.open(out, job="j", fingerprint="f", total_items=12, resume=True)
+    assert (out / "chunks" / removed).exists()
+
+
+def test_an_older_manifest_restored_is_a_rollback_the_resume_cannot_tell(tmp_path: Path) -> None:
+    """As the guide says: the manifest as it was two commits ago makes a resume remove the
+    two chunks committed since (they are what it names as being written); three commits
+    ago, the third is foreign and the folder is refused, nothing removed."""
+    for back, removed in ((2, True), (3, False)):
+        out = tmp_path / f"back{back}"
+        store = ResultStore.open(out, job="j", fingerprint="f", total_items=20, resume=False)
+        older = []
+        for seq in range(5):
+            older.append((out / "manifest.json").read_bytes())
+            store.list_chunk(store.write_chunk(seq, [_block(4 * seq, 4)], 0))
+        store.close()
+        (out / "manifest.json").write_bytes(older[5 - back])
+        files = sorted(p.name for p in (out / "chunks").iterdir())
+        if removed:
+            store = ResultStore.open(out, job="j", fingerprint="f", total_items=20, resume=True)
+            store.close()
+            assert sorted(p.name for p in (out / "chunks").iterdir()) == files[:3]
+        else:
+            with pytest.raises(ConfigurationError, match="the last run did not write"):
+                ResultStore.open(out, job="j", fingerprint="f", total_items=20, resume=True)
+            assert sorted(p.name for p in (out / "chunks").iterdir()) == files
+
+
 async def test_the_committer_writes_chunks_at_once_and_lists_them_in_order(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -394,6 +394,59 @@ def test_the_last_writers_uncommitted_files_are_removed_and_the_job_completes(
     assert got == want
 
 
+def test_files_named_like_the_writers_next_chunk_in_a_complete_folder_are_refused_and_kept(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A complete job's writer is writing nothing: a chunk- or array-shaped file with its
+    token is foreign (exit 2, named, kept), not a leftover to delete."""
+    job, out = _completed(tmp_path, capsys)
+    manifest = _manifest(out)
+    after = f"{len(_chunks(out)):06d}-{manifest['writer']}"
+    planted = [out / "chunks" / f"{after}.jsonl", out / "arrays" / f"{after}.npz"]
+    for path in planted:
+        path.write_text("my own notes")
+    code, _, err = _run(capsys, str(job), "--resume")
+    assert code == 2, err
+    assert f"{after}.jsonl" in err
+    assert "Fix:" in err
+    assert all(path.read_text() == "my own notes" for path in planted)
+
+
+def test_a_removed_temp_file_of_the_manifest_is_logged(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A manifest temp file a killed run left is removed on resume, and the console log
+    says so (as it does for chunk leftovers)."""
+    job, out = _completed(tmp_path, capsys)
+    temp = out / ".tmp-4242-manifest.json"
+    temp.write_text("{half")
+    code, _, err = _run(capsys, str(job), "--resume")
+    assert code == 0, err
+    assert not temp.exists()
+    removed = [line for line in err.splitlines() if "removing_uncommitted_file" in line]
+    assert any(str(temp) in line for line in removed), err
+
+
+def test_a_folder_of_the_previous_manifest_format_is_read_but_not_resumed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Format 3 (no chunks-being-written list, a fingerprint of the graph file's times):
+    its records read back; --resume exits 2 saying which format and what to do."""
+    job, out = _completed(tmp_path, capsys)
+    before = sorted((r.id, r.reached) for r in read_records(out))
+
+    def to_format_3(manifest: dict[str, object]) -> None:
+        manifest["format"] = 3
+        del manifest["writing"]
+
+    _write_manifest(out, to_format_3)
+    assert sorted((r.id, r.reached) for r in read_records(out)) == before
+    code, _, err = _run(capsys, str(job), "--resume")
+    assert code == 2, err
+    assert "manifest format 3" in err
+    assert "Fix:" in err
+
+
 def test_a_resumed_run_names_its_chunks_apart_from_every_earlier_one(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

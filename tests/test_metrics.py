@@ -192,3 +192,50 @@ def test_run_serves_metrics_on_its_port_while_the_job_runs(
     assert "complete" in capsys.readouterr().out
     with pytest.raises(urllib.error.URLError):  # the server is gone once the job ended
         urllib.request.urlopen(url, timeout=2.0)
+
+
+def _request(url: str, method: str = "GET") -> tuple[int, bytes]:
+    """The HTTP status a request gets (an error status included) and the body."""
+    request = urllib.request.Request(url, method=method)  # noqa: S310 - a local http URL
+    try:
+        with urllib.request.urlopen(request, timeout=5.0) as answer:  # noqa: S310
+            return int(answer.status), answer.read()
+    except urllib.error.HTTPError as error:
+        return int(error.code), error.read()
+
+
+def test_the_metrics_server_answers_get_metrics_and_404_to_everything_else() -> None:
+    """GET /metrics is a scrape; other paths (/, /favicon.ico, /metricsx) and methods: 404."""
+    metrics = JobMetrics()
+    metrics.publish(telemetry_families(TelemetrySnapshot(backend="cpu", device="cpu: t")))
+    with va.jobs.serve_metrics(metrics, 0) as port:
+        base = f"http://127.0.0.1:{port}"
+        status, body = _request(f"{base}/metrics")
+        assert status == 200
+        assert "vyre_async_dispatches_total" in _samples(body.decode())
+        assert _request(f"{base}/metrics?name[]=vyre_async_dispatches_total")[0] == 200
+        for path in ("/", "/favicon.ico", "/metricsx", "/metrics/", "/other"):
+            status, body = _request(base + path)
+            assert status == 404, path
+            assert b"vyre_async" not in body
+        for method in ("POST", "PUT", "DELETE", "OPTIONS"):
+            assert _request(f"{base}/metrics", method)[0] == 404, method
+
+
+def test_run_serves_metrics_on_loopback_unless_given_a_host(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`run --metrics-port N` without --metrics-host listens on 127.0.0.1; the flag overrides."""
+    hosts: list[str] = []
+    serve = va.jobs.serve_metrics
+
+    def recording(metrics: JobMetrics, port: int, host: str) -> object:
+        hosts.append(host)
+        return serve(metrics, port, host)
+
+    monkeypatch.setattr(cli, "serve_metrics", recording)
+    job = write_job(tmp_path, [{"kind": "reach", "sources": [0, 1]}])
+    assert cli.main(["run", str(job), "--out", str(tmp_path / "a"), "--metrics-port", "0"]) == 0
+    argv = ["run", str(job), "--out", str(tmp_path / "b"), "--metrics-port", "0"]
+    assert cli.main([*argv, "--metrics-host", "localhost"]) == 0
+    assert hosts == ["127.0.0.1", "localhost"]

@@ -10,7 +10,9 @@ it, then a fix; a valid job this machine could not run gets a warning). ``vyre-a
 info`` prints what this machine offers (``--json``: one object, always the same keys):
 the backend ``auto`` picks, the GPU (name, compute capability, memory), the driver's
 CUDA version, NVRTC's and cuda-bindings' versions, whether CUDA is usable (with the
-extra to install when it is not) and the kernel cache directory. ``vyre-async show
+extra to install when it is not) and the kernel cache directory. ``vyre-async verify RUN``
+checks a job's output folder against its manifest (exit 0 when everything checks,
+else 2 with each problem and its fix). ``vyre-async show
 RUN`` prints a run's summary and its first records as a table; ``vyre-async export
 RUN --to FILE`` writes its records to a ``.csv`` or ``.parquet`` file and its items'
 arrays to one ``.npz`` beside it (both exit 2 for a folder that holds no job; export
@@ -40,12 +42,15 @@ from .jobs import (
     JobSummary,
     backend_unavailable_reason,
     check_job,
+    describe_report,
     describe_run,
     device_warning,
     exiting_at_once_on_signals,
     export_records,
     load_job,
+    load_manifest_key,
     serve_metrics,
+    verify_output,
 )
 from .logging import configure_logging
 
@@ -63,6 +68,7 @@ def _devices(text: str) -> DeviceSelector:
 def _run(args: argparse.Namespace) -> int:
     try:
         spec = load_job(args.file)
+        manifest_key = load_manifest_key(args.manifest_key_file)
     except VyreError as exc:
         print(f"vyre-async: {exc}", file=sys.stderr)
         return 2
@@ -96,6 +102,7 @@ def _run(args: argparse.Namespace) -> int:
             metrics=metrics,
             report=lambda summary: _print_summary(summary, args),
             on_exit_at_once=lambda summary: _print_exit_at_once(summary, args),
+            manifest_key=manifest_key,
         )
         with (
             serve_metrics(metrics, args.metrics_port, args.metrics_host)
@@ -133,6 +140,18 @@ def _validate(files: list[str]) -> int:
     if failed and len(files) > 1:
         print(f"vyre-async: {failed} of {len(files)} job files are not valid", file=sys.stderr)
     return 2 if failed else 0
+
+
+def _verify(args: argparse.Namespace) -> int:
+    """Check an output folder: exit 0 when everything checks, 2 with each problem listed."""
+    try:
+        key = load_manifest_key(args.manifest_key_file)
+        report = verify_output(args.folder, manifest_key=key)
+    except VyreError as exc:
+        print(f"vyre-async: {exc}", file=sys.stderr)
+        return 2
+    print(msgspec.json.encode(report).decode() if args.json else describe_report(report))
+    return 0 if report.ok else 2
 
 
 def _print_summary(summary: JobSummary, args: argparse.Namespace) -> None:
@@ -227,6 +246,15 @@ def _add_logging_options(parser: argparse.ArgumentParser, default: object) -> No
     )
 
 
+def _add_manifest_key_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--manifest-key-file",
+        metavar="PATH",
+        help="a file holding the key that seals the manifest with an HMAC (default: "
+        "$VYRE_ASYNC_MANIFEST_KEY_FILE, else the key in $VYRE_ASYNC_MANIFEST_KEY)",
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``vyre-async``; returns the process exit code.
 
@@ -260,6 +288,7 @@ def _main(argv: Sequence[str] | None) -> int:
         "--devices", type=_devices, help="override [job] devices: an ordinal, 'all' or '0,1'"
     )
     run.add_argument("--resume", action="store_true", help="continue the job in the folder")
+    _add_manifest_key_option(run)
     run.add_argument(
         "--metrics-port",
         type=int,
@@ -269,9 +298,10 @@ def _main(argv: Sequence[str] | None) -> int:
     )
     run.add_argument(
         "--metrics-host",
-        default="0.0.0.0",  # noqa: S104 - Prometheus scrapes exporters from other hosts
+        default="127.0.0.1",
         metavar="HOST",
-        help="address the metrics server listens on (default: 0.0.0.0, every interface)",
+        help="address the metrics server listens on (default: 127.0.0.1, this machine "
+        "only; 0.0.0.0 for every interface: it has no authentication)",
     )
     info = commands.add_parser(
         "info", help="devices, capabilities, versions", parents=[logging_options]
@@ -300,6 +330,14 @@ def _main(argv: Sequence[str] | None) -> int:
         "<stem>.arrays.npz beside it",
     )
     export.add_argument("--force", action="store_true", help="replace FILE if it exists")
+    verify = commands.add_parser(
+        "verify",
+        help="check a job's output folder against its manifest (exit 0, or 2 listing each problem)",
+        parents=[logging_options],
+    )
+    verify.add_argument("folder", metavar="RUN", help="the output folder of a job")
+    _add_manifest_key_option(verify)
+    verify.add_argument("--json", action="store_true", help="print the report as JSON")
     args = parser.parse_args(argv)
     if args.command == "run":
         return _run(args)
@@ -310,6 +348,8 @@ def _main(argv: Sequence[str] | None) -> int:
         return _show(args)
     if args.command == "export":
         return _export(args)
+    if args.command == "verify":
+        return _verify(args)
     try:
         report = anyio.run(describe_machine)
     except VyreError as exc:

@@ -7,12 +7,16 @@ output folder exactly once (:func:`run` does it in one synchronous call);
 :func:`read_records` reads them back (as records, an Arrow table or a pandas
 DataFrame) and :func:`open_item_arrays` the full-result arrays of the items that wrote
 one; :func:`describe_run` and :func:`export_records` are what ``vyre-async show``
-prints and ``vyre-async export`` writes.
+prints and ``vyre-async export`` writes, and :func:`verify_output` checks the folder.
 """
 
 from ._arrays import ItemArrays as ItemArrays
 from ._arrays import open_item_arrays as open_item_arrays
 from ._arrays import read_item_array as read_item_array
+from ._audit import VerifyProblem as VerifyProblem
+from ._audit import VerifyReport as VerifyReport
+from ._audit import describe_report as describe_report
+from ._audit import verify_output as verify_output
 from ._execute import BlockExecutor as BlockExecutor
 from ._execute import BlockResult as BlockResult
 from ._execute import execute_block as execute_block
@@ -25,6 +29,8 @@ from ._items import total_items as total_items
 from ._load import load_job as load_job
 from ._local_devices import device_warning as device_warning
 from ._local_devices import missing_device_reason as missing_device_reason
+from ._manifest_key import ManifestKey as ManifestKey
+from ._manifest_key import load_manifest_key as load_manifest_key
 from ._metrics import JobMetrics as JobMetrics
 from ._metrics import serve_metrics as serve_metrics
 from ._preflight import JobCheck as JobCheck
@@ -66,11 +72,15 @@ __all__ = [
     "LimitsSection",
     "LoggingSection",
     "Manifest",
+    "ManifestKey",
     "OutputSection",
     "RandomSources",
+    "VerifyProblem",
+    "VerifyReport",
     "WorkloadSection",
     "backend_unavailable_reason",
     "check_job",
+    "describe_report",
     "describe_run",
     "device_warning",
     "execute_block",
@@ -78,6 +88,7 @@ __all__ = [
     "export_records",
     "graph_loads",
     "load_job",
+    "load_manifest_key",
     "missing_device_reason",
     "open_item_arrays",
     "read_item_array",
@@ -86,4 +97,5 @@ __all__ = [
     "run",
     "serve_metrics",
     "total_items",
+    "verify_output",
 ]

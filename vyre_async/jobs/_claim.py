@@ -20,8 +20,8 @@ from ..logging import get_logger
 from ._atomic import TEMP_PREFIX, Folder, NotPlainError
 from ._layout import (
     ARRAYS_DIR,
+    CHUNK_NAME,
     CHUNKS_DIR,
-    CHUNKS_WRITTEN_AT_ONCE,
     FOREIGN_FIX,
     LOCK_FILE,
     MANIFEST_FILE,
@@ -29,10 +29,10 @@ from ._layout import (
     ROOT_FILES,
     ROOT_TEMP,
     ChunkFormat,
-    chunk_name,
     own_uncommitted,
 )
-from ._records import Manifest
+from ._manifest_key import ManifestKey, check_seal
+from ._records import FORMAT_VERSION, Manifest
 
 _log = get_logger("vyre_async.jobs")
 
@@ -72,15 +72,7 @@ def refuse_foreign(root: Folder, kinds: dict[str, str], *, has_manifest: bool) -
     Raises:
         ConfigurationError: Naming up to three of them.
     """
-    foreign = []
-    for name, kind in sorted(kinds.items()):
-        if ROOT_TEMP.match(name) or (name == LOCK_FILE and kind == "file"):
-            continue
-        if has_manifest and (
-            (name in ROOT_FILES and kind == "file") or (name in ROOT_DIRS and kind == "dir")
-        ):
-            continue
-        foreign.append(f"{name} ({'a symlink' if kind == 'link' else kind})")
+    foreign = foreign_entries(kinds, has_manifest=has_manifest)
     links = any(kind == "link" for kind in kinds.values())
     if not has_manifest and not links and "dir" in (kinds.get(CHUNKS_DIR), kinds.get(ARRAYS_DIR)):
         raise ConfigurationError(
@@ -97,6 +89,24 @@ def refuse_foreign(root: Folder, kinds: dict[str, str], *, has_manifest: bool) -
             + ("" if has_manifest else " (a new job's folder must be empty)"),
             fix=FOREIGN_FIX,
         )
+
+
+def foreign_entries(kinds: dict[str, str], *, has_manifest: bool) -> list[str]:
+    """The entries of a folder (``name -> kind``) that are not a job's own, described."""
+    foreign = []
+    for name, kind in sorted(kinds.items()):
+        if ROOT_TEMP.match(name) or (name == LOCK_FILE and kind == "file"):
+            continue
+        if has_manifest and (
+            (name in ROOT_FILES and kind == "file") or (name in ROOT_DIRS and kind == "dir")
+        ):
+            continue
+        foreign.append(_described(name, kind))
+    return foreign
+
+
+def _described(name: str, kind: str) -> str:
+    return f"{name} ({'a symlink' if kind == 'link' else kind})"
 
 
 def take_lock(root: Folder) -> int:
@@ -136,13 +146,24 @@ def check_same_job(
     total_items: int,
     resume: bool,
     chunk_format: ChunkFormat,
+    key: ManifestKey | None,
 ) -> None:
-    """Refuse to continue a job's folder without ``resume``, with another job, or in
-    another chunk format.
+    """Refuse to continue a job's folder of another format, without ``resume``, whose
+    manifest's MAC does not hold for ``key``, with another job, or in another chunk
+    format.
 
     Raises:
-        ConfigurationError: With both fingerprints, item counts or formats.
+        ConfigurationError: With both formats, fingerprints, item counts or formats,
+            or what is wrong with the MAC.
     """
+    if old.format != FORMAT_VERSION:
+        raise ConfigurationError(
+            f"output folder {folder} holds job {old.job!r} in manifest format {old.format}, "
+            f"written by an earlier vyre-async; this one continues format {FORMAT_VERSION} "
+            "folders only (its records stay readable: read_records, vyre-async verify)",
+            fix="finish the job with the vyre-async version that started it, or start it "
+            "again in a new folder with --out DIR.",
+        )
     if not resume:
         raise ConfigurationError(
             f"output folder {folder} already holds job {old.job!r} "
@@ -151,6 +172,7 @@ def check_same_job(
             fix="pass --resume to continue it, or choose another folder with --out DIR "
             "(or delete this one).",
         )
+    check_seal(folder / MANIFEST_FILE, old, key)  # before anything it says is believed
     if old.fingerprint != fingerprint:
         raise ConfigurationError(
             f"output folder {folder} holds job {old.job!r} with another graph or other "
@@ -185,48 +207,64 @@ def classify(
 ) -> list[tuple[Folder, str, int]]:
     """What the last writer left uncommitted, as ``(folder, name, chunk number)``.
 
-    The last writer (the manifest's token) may have left the chunks it was committing
-    (the next :data:`CHUNKS_WRITTEN_AT_ONCE` in sequence, no others) and array files
-    of chunks it had not committed, each perhaps still under a temp name. Anything
-    else unlisted is refused.
+    The last writer (the manifest's token) may have left the chunks the manifest
+    names as being written (``writing``: the next :data:`CHUNKS_WRITTEN_AT_ONCE`
+    after the committed ones, none once the job is complete) and array files of
+    chunks from the first of those on, each perhaps still under a temp name. Anything
+    else unlisted is refused: a committed chunk whose entry was taken out of the
+    manifest, or a file that merely looks like one of the runner's.
 
     Raises:
         ConfigurationError: A file that is neither committed nor the last writer's.
     """
+    leftovers, foreign = sort_unlisted(chunks, arrays, manifest)
+    for place, names in foreign:
+        raise foreign_in(folder, place, names)
+    return leftovers
+
+
+def sort_unlisted(
+    chunks: Folder, arrays: Folder, manifest: Manifest | None
+) -> tuple[list[tuple[Folder, str, int]], list[tuple[Folder, list[str]]]]:
+    """The entries of ``chunks/`` and ``arrays/`` the manifest does not commit: the last
+    writer's leftovers (see :func:`classify`), and the others, described, per folder."""
     chunk_names = {c.name for c in manifest.chunks} if manifest else set()
     array_names = (
         {f.path.removeprefix(f"{ARRAYS_DIR}/") for c in manifest.chunks for f in c.files}
         if manifest
         else set()
     )
-    if manifest is not None:
-        next_chunk = len(manifest.chunks)
-        next_names = {
-            chunk_name(seq, manifest.writer, manifest.chunk_format): seq
-            for seq in range(next_chunk, next_chunk + CHUNKS_WRITTEN_AT_ONCE)
-        }
-        names = "|".join(map(re.escape, next_names))
-        own_chunk = re.compile(rf"^(?:{re.escape(TEMP_PREFIX)}\d+-)?({names})$")
-        own_array = own_uncommitted(manifest.writer, "npz")
+    writer = manifest.writer if manifest is not None else None
+    writing: dict[str, int] = {}
+    for name in manifest.writing if manifest is not None else ():
+        match = CHUNK_NAME.match(name)
+        if match is not None and match[2] == writer:
+            writing[name] = int(match[1])
+    temp = rf"(?:{re.escape(TEMP_PREFIX)}\d+-)?"
+    names = "|".join(map(re.escape, writing)) or r"(?!)"
+    own_chunk = re.compile(rf"^{temp}({names})$")
+    own_array = own_uncommitted(writer, "npz") if writer is not None else None
+    first_writing = min(writing.values(), default=None)
     leftovers: list[tuple[Folder, str, int]] = []
+    strangers: list[tuple[Folder, list[str]]] = []
     for place, listed in ((chunks, chunk_names), (arrays, array_names)):
         foreign = []
         for name, kind in sorted(place.entries()):
             if name in listed and kind == "file":
                 continue
-            if manifest is not None and kind != "dir":
+            if kind != "dir":
                 written = own_chunk.match(name) if place is chunks else None
                 if written is not None:
-                    leftovers.append((place, name, next_names[written[1]]))
+                    leftovers.append((place, name, writing[written[1]]))
                     continue
-                mine = own_array.match(name) if place is arrays else None
-                if mine is not None:
+                mine = own_array.match(name) if place is arrays and own_array else None
+                if mine is not None and first_writing is not None and int(mine[1]) >= first_writing:
                     leftovers.append((place, name, int(mine[1])))
                     continue
-            foreign.append(f"{name} ({'a symlink' if kind == 'link' else kind})")
+            foreign.append(_described(name, kind))
         if foreign:
-            raise foreign_in(folder, place, foreign)
-    return leftovers
+            strangers.append((place, foreign))
+    return leftovers, strangers
 
 
 def remove_leftovers(

@@ -23,6 +23,7 @@ from ..graphs import (
     load_npz,
     rmat,
 )
+from ._graph_digest import graph_file_sha256
 from ._graph_files import load_scipy_npz_graph, load_table_graph, read_sources_file
 from ._preflight import graph_path, memory_limit
 from ._spec import JobSpec
@@ -37,20 +38,29 @@ def graph_loads() -> int:
 
 
 def job_fingerprint(spec: JobSpec, job_file: Path) -> str:
-    """Hash of what determines a job's results: its graph (and file) and workloads."""
+    """Hash of what determines a job's results: its graph (the file's content, for a
+    graph read from a file) and workloads (blocking).
+
+    The graph file's SHA-256 comes from the graph cache while the file's size and
+    times are those it was hashed at; otherwise the file is read once more (see
+    :mod:`._graph_digest`).
+
+    Raises:
+        ConfigurationError: The graph file cannot be read.
+    """
     digest = hashlib.sha256(msgspec.json.encode([spec.graph, spec.workload]))
     if spec.graph.kind == "rmat":  # another generator draws another graph from one seed
         digest.update(f"rmat-generator:{RmatParams.generator_version}".encode())
     if spec.graph.path is not None:
         path = job_file.parent / spec.graph.path
         try:
-            stat = path.stat()
+            content = graph_file_sha256(path)
         except OSError as exc:
             raise ConfigurationError(
                 f"{job_file}: $.graph.path: {path} cannot be read ({exc.strerror or exc})",
                 fix="check the path; it is relative to the job file's folder.",
             ) from None
-        digest.update(f"{stat.st_size}:{stat.st_mtime_ns}".encode())
+        digest.update(f"graph-sha256:{content}".encode())
     return digest.hexdigest()
 
 

@@ -39,6 +39,15 @@ def chunk_name(seq: int, writer: str, chunk_format: ChunkFormat) -> str:
     return f"{seq:06d}-{writer}.{chunk_format}"
 
 
+def writing_names(listed: int, writer: str, chunk_format: ChunkFormat) -> tuple[str, ...]:
+    """The chunks a run with token ``writer`` may be writing while the manifest lists
+    ``listed`` chunks: the next :data:`CHUNKS_WRITTEN_AT_ONCE`, numbered from ``listed``."""
+    return tuple(
+        chunk_name(seq, writer, chunk_format)
+        for seq in range(listed, listed + CHUNKS_WRITTEN_AT_ONCE)
+    )
+
+
 def array_name(seq: int, writer: str) -> str:
     """The name (in ``arrays/``) of the full results of chunk number ``seq``'s items."""
     return f"{seq:06d}-{writer}.npz"

@@ -10,6 +10,7 @@ session's batcher and session statistics. Readers in any thread (the HTTP server
 from __future__ import annotations
 
 import contextlib
+import threading
 from collections.abc import Callable, Iterator
 from typing import Any, Literal
 
@@ -18,6 +19,7 @@ import anyio
 from ..errors import ConfigurationError
 from ..logging import get_logger
 from ..telemetry import MetricFamily, prometheus_collector, render_prometheus
+from ._metrics_server import METRICS_PATH, metrics_server
 
 _log = get_logger("vyre_async.jobs")
 
@@ -105,34 +107,41 @@ async def refresh_periodically(
 def serve_metrics(metrics: JobMetrics, port: int, host: str = "127.0.0.1") -> Iterator[int]:
     """Serve ``metrics`` at ``http://host:port/metrics`` while the block runs.
 
-    The server (``prometheus_client``'s, in a daemon thread) answers each scrape from
-    the latest published figures.
+    The server (a thread per scrape, answered by ``prometheus_client``'s exposition
+    from the latest published figures) has no authentication: it answers ``GET
+    /metrics`` with 200 and every other request with 404, and listens on loopback
+    unless ``host`` names another address.
 
     Args:
         metrics: What to serve.
         port: TCP port; 0 picks a free one.
-        host: Address to listen on (``"0.0.0.0"``: every IPv4 interface).
+        host: Address to listen on: ``"127.0.0.1"`` (this machine only), an
+            interface's address, or ``"0.0.0.0"`` / ``"::"`` for every interface.
 
     Yields:
         The port the server listens on.
 
     Raises:
-        ConfigurationError: ``prometheus_client`` is missing, or the port cannot be used.
+        ConfigurationError: ``prometheus_client`` is missing, or the address or port
+            cannot be used.
     """
     collector = metrics.collector()  # raises first when prometheus_client is missing
-    from prometheus_client import CollectorRegistry, start_http_server
+    from prometheus_client import CollectorRegistry
 
     registry = CollectorRegistry(auto_describe=False)
     registry.register(collector)
     try:
-        server, thread = start_http_server(port, addr=host, registry=registry)
+        server = metrics_server(registry, host, port)
     except OSError as exc:
         raise ConfigurationError(
-            f"metrics cannot be served on port {port}: {exc.strerror or exc}",
-            fix="pick a free port with --metrics-port (0 picks one).",
+            f"metrics cannot be served on {host} port {port}: {exc.strerror or exc}",
+            fix="pick a free port with --metrics-port (0 picks one), and an address of "
+            "this machine with --metrics-host.",
         ) from None
+    thread = threading.Thread(target=server.serve_forever, name="vyre-metrics", daemon=True)
+    thread.start()
     bound = int(server.server_port)
-    _log.info("metrics_serving", url=f"http://{host}:{bound}/metrics")
+    _log.info("metrics_serving", url=f"http://{host}:{bound}{METRICS_PATH}")
     try:
         yield bound
     finally:

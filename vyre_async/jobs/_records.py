@@ -15,8 +15,13 @@ import msgspec
 from ._layout import ChunkFormat
 
 #: Version of the manifest and record layout (2: checksums, writer tokens; 3: every
-#: record field written, Parquet chunks, one array file per chunk).
-FORMAT_VERSION = 3
+#: record field written, Parquet chunks, one array file per chunk; 4: the chunks being
+#: written named in the manifest, the graph file's content in the fingerprint, an
+#: optional keyed MAC).
+FORMAT_VERSION = 4
+#: Formats whose folders are read (records, arrays, ``vyre-async verify``); only
+#: :data:`FORMAT_VERSION` folders are resumed.
+READABLE_FORMATS = (3, 4)
 
 
 class ItemRecord(msgspec.Struct, frozen=True, forbid_unknown_fields=True, gc=False):
@@ -100,6 +105,18 @@ class ChunkEntry(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     files: tuple[FileEntry, ...] = ()
 
 
+class ManifestMac(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """The MAC of a keyed manifest (see :class:`~vyre_async.jobs.ManifestKey`).
+
+    Attributes:
+        key_id: Names the key that sealed it (tells nothing about the key).
+        hmac_sha256: HMAC-SHA256 of the manifest's canonical bytes, hex.
+    """
+
+    key_id: str
+    hmac_sha256: str
+
+
 class Manifest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """The commit point of a job's output folder.
 
@@ -114,6 +131,12 @@ class Manifest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         chunk_format: ``"jsonl"`` or ``"parquet"``: how every chunk of the folder is written.
         chunks: Committed chunk files, in commit order.
         complete: Every item committed: the listed chunks are the job's result set.
+        writing: The chunk files the writer may have written and not listed yet
+            (the next ones after ``chunks``, named with its token; none once the job
+            is complete): a resume removes these, with their array files, as the
+            writer's uncommitted leftovers, and nothing else.
+        mac: With a manifest key, the key's id and the HMAC of everything above;
+            ``None`` for a manifest written without a key.
     """
 
     format: int
@@ -124,6 +147,8 @@ class Manifest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     chunk_format: ChunkFormat
     chunks: tuple[ChunkEntry, ...] = ()
     complete: bool = False
+    writing: tuple[str, ...] = ()
+    mac: ManifestMac | None = None
 
     @property
     def committed(self) -> int:

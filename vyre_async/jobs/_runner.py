@@ -66,6 +66,7 @@ from ._items import (
     total_items,
 )
 from ._local_devices import missing_device_reason
+from ._manifest_key import ManifestKey
 from ._metrics import JobMetrics, job_families, refresh_periodically
 from ._preflight import backend_unavailable_reason, check_job
 from ._progress import Progress
@@ -110,6 +111,9 @@ class JobRunner(Lifecycle):
         on_exit_at_once: Called when a second signal ends the process at once, with a
             summary of what is committed so far (``summary.json`` is not written then);
             the CLI prints how to resume.
+        manifest_key: Seal the output folder's manifests with this key, and check a
+            resumed folder's with it (:func:`load_manifest_key` reads one from a file
+            or the environment); ``None`` writes manifests without a MAC.
     """
 
     _noun = "job runner"
@@ -132,6 +136,7 @@ class JobRunner(Lifecycle):
         metrics: JobMetrics | None = None,
         report: Callable[[JobSummary], None] | None = None,
         on_exit_at_once: Callable[[JobSummary], None] | None = None,
+        manifest_key: ManifestKey | None = None,
     ) -> None:
         self._job_file = Path(job_file)
         # A spec made in code may still name sources files; load_job's are read already.
@@ -149,6 +154,7 @@ class JobRunner(Lifecycle):
         self._live_families: list[MetricFamily] = []
         self._report = report
         self._on_exit_at_once = on_exit_at_once
+        self._manifest_key = manifest_key
         self._log_file: JsonLogFile | None = None
         self._started = 0.0
         self._started_at = ""
@@ -227,6 +233,7 @@ class JobRunner(Lifecycle):
                 total_items=self._total,
                 resume=self._resume,
                 chunk_format=spec.output.format,
+                manifest_key=self._manifest_key,
             )
         )
         try:

@@ -52,6 +52,7 @@ import numpy as np
 import numpy.typing as npt
 
 from ..errors import ConfigurationError
+from ..logging import get_logger
 from ._arrays import ArrayFileWriter
 from ._atomic import Folder
 from ._claim import (
@@ -77,13 +78,16 @@ from ._layout import (
     ChunkFormat,
     chunk_name,
     own_uncommitted,
+    writing_names,
 )
+from ._manifest_key import ManifestKey, seal
 from ._records import FORMAT_VERSION, ChunkEntry, FileEntry, ItemRecord, Manifest
 from ._verify import parquet_modules, read_manifest, verify
 
 __all__ = ["LOG_FILE", "ResultStore", "output_folder"]
 
 _encoder = msgspec.json.Encoder()
+_log = get_logger("vyre_async.jobs")
 
 
 def output_folder(
@@ -155,6 +159,7 @@ class ResultStore:
         lock_fd: int,
         manifest: Manifest,
         committed: npt.NDArray[np.bool_],
+        key: ManifestKey | None = None,
     ) -> None:
         self.folder = root.path
         self.committed = committed
@@ -163,6 +168,7 @@ class ResultStore:
         self._root, self._chunks, self._arrays = root, chunks, arrays
         self._lock_fd = lock_fd
         self._manifest = manifest
+        self._key = key
         # Full results of items whose records have not reached the committer yet.
         self._staged: dict[int, np.ndarray] = {}
         self._staged_lock = threading.Lock()
@@ -189,6 +195,7 @@ class ResultStore:
         total_items: int,
         resume: bool,
         chunk_format: ChunkFormat = "jsonl",
+        manifest_key: ManifestKey | None = None,
     ) -> ResultStore:
         """Claim a new or empty folder, or reopen a job's folder to resume it.
 
@@ -203,13 +210,17 @@ class ResultStore:
             total_items: Items of the job.
             resume: Continue the job committed in the folder.
             chunk_format: ``"jsonl"`` or ``"parquet"`` (which needs pyarrow).
+            manifest_key: Seal every manifest written with this key, and check the
+                MAC of the folder's manifest with it (see :mod:`._manifest_key`).
 
         Raises:
             ConfigurationError: The folder is in use by another run; holds results
                 and ``resume`` is off; holds another job's results, or chunks of
                 another format; holds anything vyre-async did not write (or a
-                symlink); was changed or damaged since it was committed; does not
-                exist or holds no job while ``resume`` is on; or cannot be written.
+                symlink); was changed or damaged since it was committed; has a
+                manifest whose MAC does not hold for ``manifest_key`` (keyed without
+                it, unkeyed with it, another key, or rewritten); does not exist or
+                holds no job while ``resume`` is on; or cannot be written.
                 Or the format is Parquet and pyarrow is missing.
         """
         if chunk_format == "parquet":  # before anything is created
@@ -239,7 +250,9 @@ class ResultStore:
         try:
             refuse_a_folder_without_a_job(root, resume)
             lock_fd = take_lock(root)
-            store = cls._claim(root, lock_fd, job, fingerprint, total_items, resume, chunk_format)
+            store = cls._claim(
+                root, lock_fd, job, fingerprint, total_items, resume, chunk_format, manifest_key
+            )
         except BaseException as exc:
             if lock_fd >= 0:
                 os.close(lock_fd)
@@ -260,20 +273,31 @@ class ResultStore:
         total_items: int,
         resume: bool,
         chunk_format: ChunkFormat,
+        key: ManifestKey | None,
     ) -> ResultStore:
         kinds = dict(root.entries())
         refuse_foreign(root, kinds, has_manifest=MANIFEST_FILE in kinds)
         old = read_manifest(root) if MANIFEST_FILE in kinds else None
         if old is not None and old.chunks:
-            check_same_job(root.path, old, fingerprint, total_items, resume, chunk_format)
-            manifest = msgspec.structs.replace(old, writer=new_writer(old))
+            check_same_job(root.path, old, fingerprint, total_items, resume, chunk_format, key)
+            writer = new_writer(old)
+            writing = () if old.complete else writing_names(len(old.chunks), writer, chunk_format)
+            manifest = msgspec.structs.replace(old, writer=writer, writing=writing)
         else:  # new, or a folder whose manifest commits nothing: this job's now
+            writer = new_writer(old)
             manifest = Manifest(
-                FORMAT_VERSION, job, fingerprint, total_items, new_writer(old), chunk_format
+                FORMAT_VERSION,
+                job,
+                fingerprint,
+                total_items,
+                writer,
+                chunk_format,
+                writing=writing_names(0, writer, chunk_format),
             )
         if old is None:
             # The manifest comes before chunks/ and arrays/: a run killed in between
             # leaves a job's folder, never subfolders without a manifest (refused).
+            manifest = seal(manifest, key)
             root.write(MANIFEST_FILE, _encoder.encode(manifest))
         chunks = root.subfolder(CHUNKS_DIR, create=True)
         try:
@@ -291,14 +315,16 @@ class ResultStore:
             remove_leftovers(root.path, arrays, leftovers, len(old.chunks) if old else 0)
             for name in kinds:
                 if ROOT_TEMP.match(name):
+                    _log.warning("removing_uncommitted_file", file=str(root.path / name))
                     root.remove(name)
             if old is not None:  # its new writer token, once the folder was checked
+                manifest = seal(manifest, key)
                 root.write(MANIFEST_FILE, _encoder.encode(manifest))
         except BaseException:
             chunks.close()
             arrays.close()
             raise
-        return cls(root, chunks, arrays, lock_fd, manifest, committed)
+        return cls(root, chunks, arrays, lock_fd, manifest, committed, key)
 
     def discard_if_unused(self) -> None:
         """Remove the folder again if :meth:`open` made it and nothing was committed.
@@ -498,9 +524,9 @@ class ResultStore:
             raise ValueError(
                 f"chunk {written.seq} cannot be listed after {len(manifest.chunks)} chunks"
             )
-        manifest = msgspec.structs.replace(manifest, chunks=(*manifest.chunks, written.entry))
-        self._root.write(MANIFEST_FILE, _encoder.encode(manifest))
-        self._manifest = manifest
+        chunks = (*manifest.chunks, written.entry)
+        writing = writing_names(len(chunks), manifest.writer, manifest.chunk_format)
+        self._write_manifest(msgspec.structs.replace(manifest, chunks=chunks, writing=writing))
         self.committed[written.ids] = True
         self._stop_writing(written.ids)
         return written.entry
@@ -513,7 +539,11 @@ class ResultStore:
         """Mark the job complete in the manifest (every item is committed)."""
         if self._manifest.committed != self._manifest.total_items:
             raise ValueError("a job is complete only once every item is committed")
-        manifest = msgspec.structs.replace(self._manifest, complete=True)
+        self._write_manifest(msgspec.structs.replace(self._manifest, complete=True, writing=()))
+
+    def _write_manifest(self, manifest: Manifest) -> None:
+        """Replace the manifest (sealed with the folder's key, if any): the commit point."""
+        manifest = seal(manifest, self._key)
         self._root.write(MANIFEST_FILE, _encoder.encode(manifest))
         self._manifest = manifest
 
