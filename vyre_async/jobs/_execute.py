@@ -3,9 +3,9 @@
 A block of items of a kind with sources is one ``session.query_many`` call (so it
 joins the session's dynamic batcher as a unit); an item of a kind without sources is
 one ``session.query`` call. The kind summarizes what came back into record columns
-(and full-result arrays): counts-only blocks become columnar records directly; the
-arrays of the others are staged in the store, and the committer writes them to the
-chunk's array file with their records.
+(and full-result arrays): blocks of integer columns alone become columnar records
+directly; the others' records travel with their arrays to the committer, which
+writes the arrays to the chunk's array file.
 """
 
 from __future__ import annotations
@@ -16,11 +16,10 @@ from typing import Any
 import numpy as np
 
 from ..sessions import ResidentGraphSession
-from ._count_records import CountRecords, RecordPart
 from ._items import ItemBlock
+from ._record_parts import ArrayRecords, ColumnRecords, RecordPart
 from ._records import ItemRecord
 from ._spec import WorkloadSection
-from ._store import ResultStore
 
 
 class BlockResult:
@@ -60,28 +59,31 @@ async def execute_block(
 
 
 def block_records(
-    store: ResultStore,
+    record_type: type[ItemRecord],
     block: ItemBlock,
     workload: WorkloadSection,
     result: BlockResult,
     attempts: int,
     run_ms: float,
 ) -> list[RecordPart]:
-    """A block's records, each item's full array (if its kind keeps one) staged in ``store``.
+    """A block's records as the folder's ``record_type``, with each item's full array
+    if its kind keeps one.
 
-    A block whose items keep no array and fill only ``reached`` becomes columns
-    (:class:`CountRecords`). Otherwise the records name no array yet: the committer
-    writes the staged arrays to the array file of the chunk they join and sets
-    ``array`` then. Call it in a worker thread (it reduces every row of the block).
+    A block whose items keep no array and fill only integer columns becomes columns
+    (:class:`ColumnRecords`); the others are records with their arrays
+    (:class:`ArrayRecords`), which the committer writes to the array file of the chunk
+    they join. Call it in a worker thread when the items keep arrays (it reduces every
+    row of the block).
     """
     summary = workload.unit.summarize(workload.params, block.sources, result.result)
     columns = summary.columns
-    if summary.arrays is None and set(columns) == {"reached"}:
+    if summary.arrays is None and all(c.dtype.kind in "iu" for c in columns.values()):
         return [
-            CountRecords(
+            ColumnRecords(
+                record_type,
                 block.ids,
                 block.sources,
-                columns["reached"],
+                columns,
                 workload=block.workload,
                 kind=workload.kind,
                 attempts=attempts,
@@ -89,13 +91,11 @@ def block_records(
             )
         ]
     has_sources = block.sources.size > 0
-    records: list[RecordPart] = []
+    records = []
     for i, item in enumerate(block.ids.tolist()):
-        if summary.arrays is not None:
-            store.stage_array(item, summary.arrays[i])
         fields: dict[str, Any] = {name: _value(column[i]) for name, column in columns.items()}
         records.append(
-            ItemRecord(
+            record_type(
                 id=item,
                 workload=block.workload,
                 kind=workload.kind,
@@ -106,7 +106,10 @@ def block_records(
                 **fields,
             )
         )
-    return records
+    arrays: list[np.ndarray | None] = (
+        list(summary.arrays) if summary.arrays is not None else [None] * len(records)
+    )
+    return [ArrayRecords(records, arrays)]
 
 
 def _value(value: np.generic) -> int | float | None:

@@ -70,7 +70,7 @@ from ._manifest_key import ManifestKey
 from ._metrics import JobMetrics, job_families, refresh_periodically
 from ._preflight import backend_unavailable_reason, check_job
 from ._progress import Progress
-from ._records import Manifest
+from ._records import Manifest, record_layout
 from ._signals import exit_code, exiting_at_once_on_signals, next_signal, noting_signals
 from ._spec import JobSpec
 from ._store import LOG_FILE, ResultStore
@@ -232,6 +232,7 @@ class JobRunner(Lifecycle):
                 fingerprint=fingerprint,
                 total_items=self._total,
                 resume=self._resume,
+                layout=record_layout(w.kind for w in spec.workload),
                 chunk_format=spec.output.format,
                 manifest_key=self._manifest_key,
             )
