@@ -128,6 +128,61 @@ def a_million_and_one_sources(folder: Path) -> Path:
     return sources_job(folder)
 
 
+def toml_dotted_key(parts: int) -> Callable[[Path], Path]:
+    """``name.a.a.…`` with ``parts`` parts (20,000 took 7.4 s and 2.4 GB to decode)."""
+
+    def make(folder: Path) -> Path:
+        path = folder / "job.toml"
+        path.write_text(
+            '[job]\nname = "hostile"\nbackend = "cpu"\n'
+            + "name"
+            + ".a" * (parts - 1)
+            + " = 1\n"
+            + '[graph]\nkind = "rmat"\nscale = 6\n[[workload]]\nkind = "reach"\nsources = [0]\n'
+        )
+        return path
+
+    return make
+
+
+def toml_table_header(parts: int) -> Callable[[Path], Path]:
+    """``[a.a.…]`` with ``parts`` parts."""
+
+    def make(folder: Path) -> Path:
+        path = folder / "job.toml"
+        path.write_text(
+            '[job]\nname = "hostile"\nbackend = "cpu"\n[graph]\nkind = "rmat"\nscale = 6\n'
+            '[[workload]]\nkind = "reach"\nsources = [0]\n'
+            "[" + ".".join(["a"] * parts) + "]\nx = 1\n"
+        )
+        return path
+
+    return make
+
+
+def toml_tables_of_32_parts(folder: Path) -> Path:
+    """20,000 distinct tables, each within the depth limit (together about 640,000 parts)."""
+    path = folder / "job.toml"
+    tail = ".a" * 31
+    path.write_text(
+        '[job]\nname = "hostile"\nbackend = "cpu"\n[graph]\nkind = "rmat"\nscale = 6\n'
+        '[[workload]]\nkind = "reach"\nsources = [0]\n'
+        + "".join(f"[t{i}{tail}]\n" for i in range(20_000))
+    )
+    return path
+
+
+def toml_a_million_small_lists(folder: Path) -> Path:
+    """``x = [[1.5], [1.5], …]``: 4 MB that took tomllib 10 s to decode."""
+    path = folder / "job.toml"
+    path.write_text(
+        '[job]\nname = "hostile"\nbackend = "cpu"\n[graph]\nkind = "rmat"\nscale = 6\n'
+        '[[workload]]\nkind = "reach"\nsources = [0]\n[limits]\n'
+        "x = [" + ", ".join(["[1.5]"] * 1_000_000) + "]\n"
+    )
+    return path
+
+
 def _zip(members: list[tuple[str, bytes, int, int, int]]) -> bytes:
     """A ZIP archive of ``(name, data as stored, method, crc, declared size)`` members."""
     out = io.BytesIO()
@@ -231,6 +286,19 @@ CASES: dict[str, Case] = {
         a_million_and_one_sources, "more than the 1,000,000 sources"
     ),
     "NUL in a sources path": Case(committed("nul_in_sources_path.json"), "$.workload[0].sources"),
+    "TOML dotted key of 40 parts": Case(committed("dotted_key_of_40_parts.toml"), "40 parts"),
+    "TOML table header of 40 parts": Case(committed("table_header_of_40_parts.toml"), "40 parts"),
+    "TOML dotted key of 200,000 parts": Case(toml_dotted_key(200_000), "200,000 parts"),
+    "TOML table header of 100,000 parts": Case(toml_table_header(100_000), "100,000 parts"),
+    "TOML 20,000 tables of 32 parts": Case(toml_tables_of_32_parts, "key parts"),
+    "TOML list of 1,000,000 lists": Case(toml_a_million_small_lists, "brackets opening lists"),
+    "TOML integer of 5,000 digits": Case(
+        committed("int_of_5000_digits.toml"), "$.graph.scale: an integer of 5,000 digits"
+    ),
+    "YAML integer of 5,000 digits": Case(
+        committed("int_of_5000_digits.yaml"), "$.graph.scale: an integer of 5,000 digits"
+    ),
+    "JSON integer of 5,000 digits": Case(committed("int_of_5000_digits.json"), "$.graph.scale"),
     "SciPy .npz inflating to 4 GiB": Case(scipy_npz_inflating_to_4_gib, "of host memory"),
     "SciPy .npz member inflating past its size": Case(
         scipy_npz_member_inflating_past_its_size, "CRC"

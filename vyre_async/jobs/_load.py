@@ -2,9 +2,10 @@
 
 Every way a file can be wrong (unreadable, not a regular file, too large, nested
 too deep, not TOML/JSON/YAML, a repeated key, a wrong type, an unknown field, a
-number out of bounds, a missing rule) becomes one :class:`ConfigurationError`
-naming the file and the path inside it. Size and nesting are bounded before any
-parser runs, so no file makes the loader hang, exhaust memory or overflow a stack.
+number out of bounds or too long to read, a missing rule) becomes one
+:class:`ConfigurationError` naming the file and the path inside it. Size, nesting
+and TOML keys are bounded before any parser runs (see :mod:`._decode_bounds`), so no
+file makes the loader hang, exhaust memory or overflow a stack.
 """
 
 from __future__ import annotations
@@ -22,6 +23,13 @@ import yaml
 from .._files import FileTooLargeError, NotRegularFileError, read_regular
 from ..errors import ConfigurationError
 from ._choices import with_choices
+from ._decode_bounds import (
+    TOML_SKIPPED,
+    check_toml_keys,
+    long_integer,
+    long_toml_integer,
+    long_yaml_integer,
+)
 from ._graph_source import resolve_sources
 from ._spec import JobSpec
 
@@ -36,9 +44,6 @@ _FIX = "correct the field named above."
 
 # What cannot hold a bracket that nests: strings (and TOML comments).
 _JSON_STRINGS = re.compile(rb'"(?:[^"\\]|\\.)*"')
-_TOML_SKIPPED = re.compile(
-    rb'"""[\s\S]*?"""|\'\'\'[\s\S]*?\'\'\'|"(?:[^"\\\n]|\\.)*"|\'[^\'\n]*\'|#[^\n]*'
-)
 
 
 def load_job(path: str | Path) -> JobSpec:
@@ -78,8 +83,10 @@ def load_job(path: str | Path) -> JobSpec:
         ) from None
     try:
         if kind == "toml":
-            _check_nesting(file, _TOML_SKIPPED.sub(b"", data))
-            spec = msgspec.convert(tomllib.loads(data.decode("utf-8")), JobSpec)
+            text = TOML_SKIPPED.sub(b"", data)
+            _check_nesting(file, text)
+            check_toml_keys(file, text, MAX_NESTING)
+            spec = msgspec.convert(_decode_toml(file, data), JobSpec)
         elif kind == "json":
             _check_nesting(file, _JSON_STRINGS.sub(b"", data))
             _check_json_keys(file, data)
@@ -102,6 +109,18 @@ def load_job(path: str | Path) -> JobSpec:
             fix=f"fix the {kind.upper()} syntax at the place named.",
         ) from None
     return resolve_sources(spec, file)  # sources listed in a .npy or text file
+
+
+def _decode_toml(file: Path, data: bytes) -> Any:
+    try:
+        return tomllib.loads(data.decode("utf-8"))
+    except tomllib.TOMLDecodeError:
+        raise
+    except ValueError as exc:  # an integer longer than Python reads
+        error = long_toml_integer(file, data)
+        if error is None:
+            raise tomllib.TOMLDecodeError(str(exc)) from None
+        raise error from None
 
 
 def _check_nesting(file: Path, brackets: bytes) -> None:
@@ -206,6 +225,12 @@ def _check_yaml(file: Path, data: bytes) -> None:
     stack: list[_Collection] = []
     for event in yaml.parse(data, Loader=loader):
         top = stack[-1] if stack else None
+        if isinstance(event, yaml.ScalarEvent):
+            digits = long_yaml_integer(event.value, event.implicit[0], event.tag)
+            if digits:
+                as_key = top is not None and top.keys is not None and top.expect_key
+                where = "$" if top is None else f"{top.path}.?" if as_key else top.item_path()
+                raise long_integer(file, where, digits)
         if isinstance(event, yaml.ScalarEvent | yaml.AliasEvent):
             if top is not None and top.keys is not None and top.expect_key:
                 key = event.value if isinstance(event, yaml.ScalarEvent) else "*"
