@@ -267,6 +267,12 @@ def scipy_npz_member_inflating_past_its_size(folder: Path) -> Path:
     return job(folder, graph={"kind": "scipy_npz", "path": "m.npz"})
 
 
+def out_through_a_symlink_loop(folder: Path) -> Path:
+    (folder / "loop").symlink_to("loop2")
+    (folder / "loop2").symlink_to("loop")
+    return job(folder)
+
+
 #: Each input, what its refusal says, and how it is run.
 CASES: dict[str, Case] = {
     "sources file is a FIFO": Case(sources_in_a_fifo, "FIFO"),
@@ -302,5 +308,17 @@ CASES: dict[str, Case] = {
     "SciPy .npz inflating to 4 GiB": Case(scipy_npz_inflating_to_4_gib, "of host memory"),
     "SciPy .npz member inflating past its size": Case(
         scipy_npz_member_inflating_past_its_size, "CRC"
+    ),
+    "--out through a symlink loop": Case(
+        out_through_a_symlink_loop,
+        "symlink loop",
+        run_args=("--out", "{folder}/loop/out"),
+        validate_refuses=False,
+    ),
+    "--metrics-port 70000": Case(
+        job, "70000 is not a TCP port", ("--metrics-port", "70000"), validate_refuses=False
+    ),
+    "--metrics-port -1": Case(
+        job, "-1 is not a TCP port", ("--metrics-port", "-1"), validate_refuses=False
     ),
 }
