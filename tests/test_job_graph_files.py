@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import msgspec
 import numpy as np
 import pytest
 import scipy.sparse
@@ -301,3 +302,17 @@ def test_validate_refuses_a_scipy_npz_graph_above_the_memory_limit(
         )
         assert main(["validate", str(job)]) == code
     assert "of host memory" in capsys.readouterr().err
+
+
+def test_a_nul_byte_in_a_sources_path_set_from_python_is_a_configuration_error(
+    tmp_path: Path,
+) -> None:
+    """A spec made in Python skips the file's checks; its NUL byte is still named, not a
+    ValueError from deep inside."""
+    job = write_job(tmp_path, [{"kind": "reach", "sources": "ids.txt"}])
+    (tmp_path / "ids.txt").write_text("0\n")
+    spec = load_job(job)
+    workload = msgspec.structs.replace(spec.workload[0], sources="ids\x00.txt")
+    spec = msgspec.structs.replace(spec, workload=[workload])
+    with pytest.raises(ConfigurationError, match=r"\$\.workload\[0\]\.sources: .* NUL byte.*Fix:"):
+        JobRunner(spec, job_file=job)

@@ -56,6 +56,11 @@ def read_sources_file(
             empty, or holds something other than non-negative integer ids (the
             first offender is named: its index, and its line for text).
     """
+    if "\x00" in str(path):  # a spec made in Python is not checked as a file's is
+        raise ConfigurationError(
+            f"{where}: {str(path)!r} holds a NUL byte, which no file name can",
+            fix="name the sources file without it.",
+        )
     npy = path.suffix.lower() == ".npy"
     try:
         with open_regular(path) as file:
@@ -63,7 +68,7 @@ def read_sources_file(
                 ids = _read_npy(file, path, where, max_sources)
             else:
                 ids = _read_text(file, path, where, max_sources, quote)
-    except (OSError, ValueError, EOFError) as exc:  # ValueError: also a NUL byte in a path
+    except (OSError, ValueError, EOFError) as exc:  # ValueError, EOFError: NumPy's
         if isinstance(exc, OSError):
             reason = exc.strerror or str(exc)
         else:  # NumPy's reason may quote the file's first bytes
