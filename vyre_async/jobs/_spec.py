@@ -134,9 +134,7 @@ class WorkloadSection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     """
 
     kind: Literal["bfs", "khop", "reach", "pagerank"]
-    sources: list[VertexId] | RandomSources | Annotated[str, msgspec.Meta(min_length=1)] | None = (
-        None
-    )
+    sources: list[VertexId] | RandomSources | FilePath | None = None
     readback: Literal["levels", "counts"] = "counts"
     k: VertexId | None = None
     damping: Annotated[float, msgspec.Meta(gt=0.0, lt=1.0)] = 0.85
@@ -199,6 +197,8 @@ class LimitsSection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     On the first SIGINT/SIGTERM in-flight work gets ``drain_timeout_s`` to finish.
     A job whose graph or item bookkeeping is estimated to need more host memory than
     ``max_host_memory_gib`` (default: what the machine has) is refused before it starts.
+    A workload's sources file may list at most ``max_sources_per_file`` ids (and, as
+    text, hold at most 64 bytes per id allowed).
     """
 
     item_timeout_s: Annotated[float, msgspec.Meta(gt=0.0)] = 60.0
@@ -209,6 +209,7 @@ class LimitsSection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     max_reopens: Annotated[int, msgspec.Meta(ge=0, le=100)] = 2
     drain_timeout_s: Annotated[float, msgspec.Meta(gt=0.0, le=3600.0)] = 30.0
     max_host_memory_gib: Annotated[float, msgspec.Meta(gt=0.0, le=1 << 20)] | None = None
+    max_sources_per_file: Annotated[int, msgspec.Meta(ge=1, le=100_000_000)] = 1_000_000
 
 
 class LoggingSection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
