@@ -18,7 +18,10 @@ def run_all() -> int:
     """Run each argument list through ``main``; print the codes."""
     codes = []
     for argv in json.loads(sys.argv[1]):
-        codes.append(main(argv))
+        try:
+            codes.append(main(argv))
+        except SystemExit as exc:  # argparse refuses a command line so
+            codes.append(exc.code if isinstance(exc.code, int) else 1)
         print(f"--- exit {codes[-1]}", file=sys.stderr, flush=True)
     print(json.dumps(codes))
     return 0

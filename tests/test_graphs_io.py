@@ -364,3 +364,22 @@ def test_only_regular_files_are_read_and_long_lines_refused(tmp_path: Path) -> N
     for path, says in ((fifo, "FIFO"), (zero, "character device"), (long_line, "longer than")):
         with pytest.raises(ValidationError, match=says):
             load_graph(path)
+
+
+@pytest.mark.parametrize("layout", ["csr", "coo", "csc"])
+def test_a_scipy_npz_file_loads_as_scipy_reads_it_and_its_header_says_so(
+    tmp_path: Path, rng: np.random.Generator, layout: str
+) -> None:
+    """kind='scipy_npz': the graph SciPy's own load_npz gives, and the header's counts."""
+    src, dst, weights = distinct_edges(rng, 70, 300)
+    matrix = scipy.sparse.coo_array((weights, (src, dst)), shape=(70, 70)).asformat(layout)
+    path = tmp_path / "m.npz"
+    scipy.sparse.save_npz(path, matrix)
+    graph = load_graph(path, "scipy_npz")
+    assert_matches(graph, scipy.sparse.load_npz(path), weighted=True)
+    header = read_graph_header(path, "scipy_npz")
+    assert (header.num_vertices, header.num_edges) == (70, 300)
+    assert header.nbytes is not None
+    assert header.nbytes >= graph.nbytes
+    with pytest.raises(ValidationError, match=r"needs about .* more than the 0 MiB.*Fix:"):
+        load_graph(path, "scipy_npz", memory_limit=10)

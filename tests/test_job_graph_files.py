@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import msgspec
 import numpy as np
 import pytest
 import scipy.sparse
@@ -250,3 +251,68 @@ def test_validate_accepts_scipy_and_table_graph_files_and_refuses_a_missing_one(
         err = capsys.readouterr().err
         assert "gone cannot be read" in err
         assert "Fix:" in err
+
+
+def test_a_sources_file_past_the_default_limit_is_read_once_the_job_raises_it(
+    tmp_path: Path, rng: np.random.Generator
+) -> None:
+    """1,000,001 ids: refused by default, read as listed once max_sources_per_file allows."""
+    ids = rng.integers(0, 256, 1_000_001)
+    (tmp_path / "s.txt").write_text("\n".join(map(str, ids.tolist())) + "\n")
+    job = write_job(tmp_path, [{"kind": "reach", "sources": "s.txt"}])
+    with pytest.raises(ConfigurationError, match=r"more than the 1,000,000 sources.*Fix:"):
+        load_job(job)
+    raised = write_job(
+        tmp_path,
+        [{"kind": "reach", "sources": "s.txt"}],
+        limits={"max_sources_per_file": 2_000_000},
+    )
+    assert load_job(raised).workload[0].sources == ids.tolist()
+
+
+def test_a_sources_file_outside_the_job_folder_is_not_quoted(tmp_path: Path) -> None:
+    """A bad token of a sources file outside the job's folder: its line, not its text."""
+    (tmp_path / "secret.txt").write_text("1\ntop-secret-words\n")
+    folder = tmp_path / "job"
+    folder.mkdir()
+    job = write_job(folder, [{"kind": "reach", "sources": "../secret.txt"}])
+    with pytest.raises(
+        ConfigurationError, match=r"line 2: a token there is not an integer"
+    ) as info:
+        load_job(job)
+    assert "top-secret" not in str(info.value)
+
+
+def test_validate_refuses_a_scipy_npz_graph_above_the_memory_limit(
+    tmp_path: Path, rng: np.random.Generator, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """validate estimates a SciPy matrix's memory from its declared sizes, not its file's:
+    a million rows (4 MB of indptr, compressed to kilobytes) do not fit 0.26 GiB."""
+    n = 1_000_000
+    rows, cols = rng.integers(0, n, 12), rng.integers(0, n, 12)
+    matrix = scipy.sparse.coo_array((np.ones(12), (rows, cols)), shape=(n, n)).tocsr()
+    scipy.sparse.save_npz(tmp_path / "m.npz", matrix)
+    assert (tmp_path / "m.npz").stat().st_size < 100_000
+    for gib, code in ((0.26, 2), (2.0, 0)):
+        job = write_job(
+            tmp_path,
+            [{"kind": "bfs", "sources": [0]}],
+            graph={"kind": "scipy_npz", "path": "m.npz"},
+            limits={"max_host_memory_gib": gib},
+        )
+        assert main(["validate", str(job)]) == code
+    assert "of host memory" in capsys.readouterr().err
+
+
+def test_a_nul_byte_in_a_sources_path_set_from_python_is_a_configuration_error(
+    tmp_path: Path,
+) -> None:
+    """A spec made in Python skips the file's checks; its NUL byte is still named, not a
+    ValueError from deep inside."""
+    job = write_job(tmp_path, [{"kind": "reach", "sources": "ids.txt"}])
+    (tmp_path / "ids.txt").write_text("0\n")
+    spec = load_job(job)
+    workload = msgspec.structs.replace(spec.workload[0], sources="ids\x00.txt")
+    spec = msgspec.structs.replace(spec, workload=[workload])
+    with pytest.raises(ConfigurationError, match=r"\$\.workload\[0\]\.sources: .* NUL byte.*Fix:"):
+        JobRunner(spec, job_file=job)

@@ -243,3 +243,29 @@ def test_validate_on_mutated_files_exits_0_or_2_naming_file_and_path(
 def test_the_toml_writer_of_these_tests_reproduces_the_quickstart() -> None:
     """The fuzz test's TOML writer turns the quickstart dict back into an equal job."""
     assert msgspec.convert(tomllib.loads(_to_toml(_quickstart())), JobSpec) == load_job(QUICKSTART)
+
+
+def test_toml_dotted_keys_quoted_keys_and_floats_within_the_limits_decode_as_tomllib_reads(
+    tmp_path: Path,
+) -> None:
+    """The key bound refuses nothing a job file writes: dotted and quoted keys, inline
+    tables, floats and comments decode to the spec tomllib's reading gives."""
+    path = tmp_path / "job.toml"
+    path.write_text(
+        'job.name = "rmat-bfs"  # a dotted key; a comment with a.b.c = 1\n'
+        '"job"."backend" = "auto"\n'
+        "[graph]\n"
+        'kind = "rmat"\nscale = 16\nseed = 7\n'
+        "[[workload]]\n"
+        'kind = "bfs"\nsources = { random = 2000, seed = 3, min_out_degree = 1 }\n'
+        "damping = 0.85\n"
+        "[limits]\n"
+        "retry_backoff_s = 1.5e-1\n"
+    )
+    spec = load_job(path)
+    assert spec == msgspec.convert(tomllib.loads(path.read_text()), JobSpec)
+    assert (spec.job.name, spec.workload[0].damping, spec.limits.retry_backoff_s) == (
+        "rmat-bfs",
+        0.85,
+        0.15,
+    )

@@ -16,6 +16,8 @@ Example:
     >>> anyio.run(main)
 """
 
+# First: `python -m vyre_async` handles SIGINT/SIGTERM before the imports below run.
+from . import _startup_signals as _startup_signals
 from . import algorithms as algorithms
 from . import errors as errors
 from . import graphs as graphs

@@ -65,6 +65,18 @@ def _devices(text: str) -> DeviceSelector:
     return ordinals[0] if len(ordinals) == 1 else ordinals
 
 
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(
+            f"{text} is not a TCP port. Fix: pick one from 1024 to 65535, or 0 for any free one."
+        )
+    return port
+
+
 def _run(args: argparse.Namespace) -> int:
     try:
         spec = load_job(args.file)
@@ -291,7 +303,7 @@ def _main(argv: Sequence[str] | None) -> int:
     _add_manifest_key_option(run)
     run.add_argument(
         "--metrics-port",
-        type=int,
+        type=_port,
         metavar="N",
         help="serve Prometheus metrics at http://HOST:N/metrics while the job runs "
         "(needs the metrics extra: pip install 'vyre-async[metrics]')",

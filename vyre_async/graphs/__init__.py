@@ -22,6 +22,7 @@ from ._rmat import rmat as rmat
 from ._rmat import rmat_params as rmat_params
 from ._rmat_counter import RmatParams as RmatParams
 from ._rmat_counter import rmat_edges as rmat_edges
+from ._scipy_npz import load_scipy_npz as load_scipy_npz
 from ._trusted import trusted_csr as trusted_csr
 from ._vertex_ids import VertexIds as VertexIds
 from ._weights import with_uniform_weights as with_uniform_weights
@@ -35,6 +36,7 @@ __all__ = [
     "load_graph",
     "load_matrix_market",
     "load_npz",
+    "load_scipy_npz",
     "read_graph_header",
     "rmat",
     "rmat_edges",

@@ -17,9 +17,10 @@ from ._csr import CsrGraph
 from ._header import GraphFileHeader
 from ._mtx import load_matrix_market, matrix_market_header
 from ._npz import load_npz, npz_header
+from ._scipy_npz import load_scipy_npz, scipy_npz_header
 from ._text import StrPath, read_blocks, unreadable
 
-GraphFileKind = Literal["edge_list", "matrix_market", "npz"]
+GraphFileKind = Literal["edge_list", "matrix_market", "npz", "scipy_npz"]
 
 _EDGE_FIX = "write one edge per line as 'src dst' or 'src dst weight', ids counting from 0."
 
@@ -124,7 +125,9 @@ def load_graph(
     Args:
         path: The file: ``.mtx`` is Matrix Market, ``.npz`` an archive from
             :func:`save_npz`, anything else a whitespace edge list.
-        kind: ``"edge_list"``, ``"matrix_market"`` or ``"npz"`` to override the suffix.
+        kind: ``"edge_list"``, ``"matrix_market"``, ``"npz"`` or ``"scipy_npz"`` (a
+            ``scipy.sparse.save_npz`` adjacency matrix; needs SciPy) to override the
+            suffix.
         memory_limit: Host bytes the graph may need; default: what the machine has.
         quote_lines: Whether errors may quote a short excerpt of the file.
 
@@ -132,7 +135,7 @@ def load_graph(
         The graph.
 
     Raises:
-        ValueError: ``kind`` is not one of the three.
+        ValueError: ``kind`` is not one of the four.
         ValidationError: The file is malformed (see the loader for its format), not
             a regular file, or its graph would need more than ``memory_limit``.
     """
@@ -141,6 +144,8 @@ def load_graph(
         return load_matrix_market(path, memory_limit=memory_limit, quote_lines=quote_lines)
     if kind == "npz":
         return load_npz(path, memory_limit=memory_limit, quote_lines=quote_lines)
+    if kind == "scipy_npz":
+        return load_scipy_npz(path, memory_limit=memory_limit, quote_lines=quote_lines)
     return load_edge_list(path, memory_limit=memory_limit, quote_lines=quote_lines)
 
 
@@ -155,7 +160,8 @@ def read_graph_header(
     """What a graph file's header says, without loading the graph.
 
     A Matrix Market file's size line gives the vertex and entry counts, a ``.npz``
-    archive's array headers give the vertex and edge counts. An edge list has no
+    archive's array headers (and a SciPy one's shape) give the vertex and edge counts,
+    checked against the sizes the archive declares. An edge list has no
     header: only its byte size is known, unless ``scan_edge_list`` reads it through
     (in bounded memory, keeping no edge) for its counts. The file must be a regular
     file.
@@ -172,7 +178,7 @@ def read_graph_header(
         The header's numbers and the host memory loading the graph needs.
 
     Raises:
-        ValueError: ``kind`` is not one of the three.
+        ValueError: ``kind`` is not one of the four.
         ValidationError: The file is not a readable regular file or its header is bad.
     """
     kind = _file_kind(path, kind)
@@ -180,6 +186,8 @@ def read_graph_header(
         return matrix_market_header(path, symmetric=symmetric, quote_lines=quote_lines)
     if kind == "npz":
         return npz_header(path, quote_lines=quote_lines)
+    if kind == "scipy_npz":
+        return scipy_npz_header(path, symmetric=symmetric, quote_lines=quote_lines)
     try:
         with open_regular(path) as file:
             size = os.fstat(file.fileno()).st_size
@@ -201,8 +209,8 @@ def _file_kind(path: StrPath, kind: GraphFileKind | None) -> GraphFileKind:
     if kind is None:
         suffix = Path(path).suffix.lower()
         return "matrix_market" if suffix == ".mtx" else "npz" if suffix == ".npz" else "edge_list"
-    if kind not in ("edge_list", "matrix_market", "npz"):
+    if kind not in ("edge_list", "matrix_market", "npz", "scipy_npz"):
         raise ValueError(
-            f"unknown graph file kind {kind!r}; expected edge_list, matrix_market or npz"
+            f"unknown graph file kind {kind!r}; expected edge_list, matrix_market, npz or scipy_npz"
         )
     return kind

@@ -120,7 +120,7 @@ def npz_header(path: StrPath, *, quote_lines: bool = True) -> GraphFileHeader:
                     )
                 _check_keys(name, {m.removesuffix(".npy") for m in members}, quote_lines)
                 shapes = {
-                    m.removesuffix(".npy"): _member_header(name, archive, archive.getinfo(m))
+                    m.removesuffix(".npy"): member_header(name, archive, archive.getinfo(m))
                     for m in members
                 }
     except (OSError, ValueError, EOFError, zipfile.BadZipFile) as err:
@@ -136,14 +136,19 @@ def npz_header(path: StrPath, *, quote_lines: bool = True) -> GraphFileHeader:
     return GraphFileHeader(num_vertices, num_edges, nbytes, file_bytes)
 
 
-def _member_header(
-    name: str, archive: zipfile.ZipFile, info: zipfile.ZipInfo
+def member_header(
+    name: str, archive: zipfile.ZipFile, info: zipfile.ZipInfo, fix: str = _FIX
 ) -> tuple[tuple[int, ...], int]:
-    """``(shape, itemsize)`` from a member's ``.npy`` header, checked against its size."""
+    """``(shape, itemsize)`` from a member's ``.npy`` header, checked against the size the
+    archive declares for the member (read from the member's first bytes only).
+
+    Raises:
+        ValidationError: Not a ``.npy`` member, one of Python objects, or one whose
+            header and declared size disagree (``fix`` is the error's fix).
+        ValueError: The header is malformed.
+    """
     if not info.filename.endswith(".npy"):
-        raise ValidationError(
-            f"{name} holds {info.filename!r}, which is not a .npy array", fix=_FIX
-        )
+        raise ValidationError(f"{name} holds {info.filename!r}, which is not a .npy array", fix=fix)
     with archive.open(info) as member:
         version = np.lib.format.read_magic(member)
         if version == (1, 0):
@@ -155,7 +160,7 @@ def _member_header(
         header_bytes = member.tell()
     if dtype.hasobject:
         raise ValidationError(
-            f"{name}: {info.filename} holds Python objects, which are never unpickled", fix=_FIX
+            f"{name}: {info.filename} holds Python objects, which are never unpickled", fix=fix
         )
     data_bytes = _count(shape) * dtype.itemsize
     if header_bytes + data_bytes != info.file_size:
@@ -163,7 +168,7 @@ def _member_header(
             f"{name}: the header of {info.filename} declares {_count(shape):,} items "
             f"({data_bytes:,} bytes) but the member holds {info.file_size - header_bytes:,} "
             "bytes of data",
-            fix=_FIX,
+            fix=fix,
         )
     return shape, dtype.itemsize
 

@@ -71,6 +71,10 @@ class ArrayFileWriter:
 
     def discard(self) -> None:
         """Remove it (a run that stops before committing its chunk)."""
+        # Closed first, so that the archive never writes its end to a closed file when
+        # it is collected (nor raises again on a full disk): the file goes anyway.
+        with contextlib.suppress(OSError, ValueError):
+            self._zip.close()
         self._pending.discard()
 
 

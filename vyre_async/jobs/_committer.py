@@ -113,7 +113,10 @@ class Committer:
 
     async def _add(self, records: list[RecordPart], failed: int) -> None:
         if any(isinstance(part, ArrayRecords) for part in records):  # to the array file
-            records = await anyio.to_thread.run_sync(self._store.append_arrays, records)
+            try:
+                records = await anyio.to_thread.run_sync(self._store.append_arrays, records)
+            except OSError as exc:  # a full disk, most likely
+                raise self._write_failed("writing the next chunk's full results", exc) from exc
         items = item_count(records)
         self._chunk += records
         self._chunk_items += items
@@ -211,12 +214,16 @@ class Committer:
                     self._commit_failed = True
                     if not isinstance(exc, OSError):
                         raise
-                    raise ConfigurationError(
-                        f"committing chunk {seq} to {self._store.folder} failed: {exc}; the "
-                        "chunks committed before it are intact",
-                        fix="make room on the disk (or make the folder writable), then run "
-                        "the job again with --resume.",
-                    ) from exc
+                    raise self._write_failed(f"committing chunk {seq}", exc) from exc
         finally:
             ended.set()
             slots.release()
+
+    def _write_failed(self, what: str, exc: OSError) -> ConfigurationError:
+        """The error that ends a run whose output could not be written."""
+        return ConfigurationError(
+            f"{what} to {self._store.folder} failed: {exc}; the chunks committed before it "
+            "are intact",
+            fix="make room on the disk (or make the folder writable), then run the job "
+            "again with --resume.",
+        )

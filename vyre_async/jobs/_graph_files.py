@@ -1,7 +1,7 @@
-"""Files a job names beside its own: SciPy ``.npz`` matrices, edge tables, source lists.
+"""Files a job names beside its own: SciPy ``.npz`` matrices and edge tables.
 
 Every problem is one :class:`ConfigurationError` naming the job file, the path inside
-it (``$.graph.path``, ``$.workload[0].sources``) and the file read.
+it (``$.graph.path``) and the file read.
 """
 
 from __future__ import annotations
@@ -10,11 +10,8 @@ import importlib
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import numpy.typing as npt
-
 from ..errors import ConfigurationError, ValidationError
-from ..graphs import CsrGraph
+from ..graphs import CsrGraph, load_scipy_npz
 from ._spec import GraphSection
 
 #: Edge-table formats by suffix, each read by pyarrow.
@@ -28,23 +25,30 @@ TABLE_SUFFIXES = {
 }
 
 
-def load_scipy_npz_graph(path: Path, graph: GraphSection, where: str) -> CsrGraph:
+def load_scipy_npz_graph(
+    path: Path,
+    graph: GraphSection,
+    where: str,
+    *,
+    memory_limit: int | None = None,
+    quote_lines: bool = True,
+) -> CsrGraph:
     """The graph of a ``scipy.sparse.save_npz`` adjacency matrix (blocking).
 
+    The archive's declared sizes are checked, and the graph's memory against
+    ``memory_limit``, before any array is inflated (see :func:`load_scipy_npz`).
+
     Raises:
-        ConfigurationError: SciPy is missing, or the file is not such a matrix.
-        ValidationError: The matrix is no graph (from :meth:`CsrGraph.from_scipy`).
+        ConfigurationError: SciPy is missing, the file is not such a matrix, its
+            graph would need more than ``memory_limit``, or the matrix is no graph.
     """
-    sparse: Any = _module("scipy.sparse", "scipy", where)
+    _module("scipy.sparse", "scipy", where)
     try:
-        matrix = sparse.load_npz(path)
-    except (OSError, ValueError, KeyError) as exc:
-        raise ConfigurationError(
-            f"{where}.path: {path} is not a scipy.sparse.save_npz file ({exc})",
-            fix="write it with scipy.sparse.save_npz(path, matrix), or use kind = 'npz' "
-            "for files from vyre_async.graphs.save_npz.",
-        ) from None
-    return CsrGraph.from_scipy(matrix, symmetric=graph.symmetric)
+        return load_scipy_npz(
+            path, symmetric=graph.symmetric, memory_limit=memory_limit, quote_lines=quote_lines
+        )
+    except ValidationError as exc:
+        raise ConfigurationError(f"{where}.path: {exc.what}", fix=exc.fix) from None
 
 
 def load_table_graph(path: Path, graph: GraphSection, where: str) -> CsrGraph:
@@ -96,88 +100,6 @@ def load_table_graph(path: Path, graph: GraphSection, where: str) -> CsrGraph:
             "renumber other ids first with CsrGraph.from_edges(..., renumber=True), write "
             "the graph with vyre_async.graphs.save_npz and use kind = 'npz'.",
         ) from None
-
-
-def read_sources_file(path: Path, where: str) -> npt.NDArray[np.int64]:
-    """The vertex ids in a ``.npy`` file (1-D, integer) or a text file (blocking).
-
-    A text file holds integers separated by whitespace; ``#`` starts a comment.
-
-    Raises:
-        ConfigurationError: The file cannot be read, is empty, holds something other
-            than non-negative integer ids (the first offender is named: its index, and
-            its line for text), or an id beyond int64.
-    """
-    read = _read_npy if path.suffix.lower() == ".npy" else _read_text
-    ids = read(path, where)
-    if ids.size == 0:
-        raise ConfigurationError(
-            f"{where}: {path} lists no sources",
-            fix="put at least one vertex id in the file, or drop the workload.",
-        )
-    if int(ids.min()) < 0:
-        i = int(np.argmax(ids < 0))
-        raise ConfigurationError(
-            f"{where}: {path}: entry {i} is {int(ids[i])}, a negative vertex id",
-            fix="vertex ids count from 0.",
-        )
-    return ids
-
-
-def _read_npy(path: Path, where: str) -> npt.NDArray[np.int64]:
-    try:
-        array = np.load(path, allow_pickle=False)
-    except (OSError, ValueError, EOFError) as exc:
-        raise ConfigurationError(
-            f"{where}: {path} cannot be read as a .npy array ({exc})",
-            fix="write it with np.save(path, np.asarray(sources, dtype=np.int64)).",
-        ) from None
-    if not isinstance(array, np.ndarray) or array.ndim != 1 or array.dtype.kind not in "iu":
-        shape = getattr(array, "shape", None)
-        dtype = getattr(array, "dtype", type(array).__name__)
-        raise ConfigurationError(
-            f"{where}: {path} holds an array of shape {shape} and dtype {dtype}; sources "
-            "are a 1-D integer array",
-            fix="save a flat integer array: np.save(path, sources.ravel().astype(np.int64)).",
-        )
-    if array.dtype == np.uint64 and array.size and int(array.max()) > np.iinfo(np.int64).max:
-        i = int(np.argmax(array > np.iinfo(np.int64).max))
-        raise ConfigurationError(
-            f"{where}: {path}: entry {i} is {int(array[i])}, beyond any vertex id",
-            fix="list vertex ids of the graph (below its vertex count).",
-        )
-    return array.astype(np.int64)
-
-
-def _read_text(path: Path, where: str) -> npt.NDArray[np.int64]:
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigurationError(
-            f"{where}: {path} cannot be read ({exc})",
-            fix="check the path; it is relative to the job file's folder.",
-        ) from None
-    tokens: list[str] = []
-    starts: list[int] = []  # index of each line's first token, to name a bad one's line
-    for line in lines:
-        starts.append(len(tokens))
-        tokens.extend(line.partition("#")[0].split())
-    try:
-        return np.array(tokens, dtype=np.int64) if tokens else np.empty(0, np.int64)
-    except (ValueError, OverflowError):
-        pass
-    parsed = np.empty(len(tokens), dtype=np.int64)
-    for i, token in enumerate(tokens):  # the careful pass: which token, on which line
-        try:
-            parsed[i] = int(token)
-        except (ValueError, OverflowError):
-            number = int(np.searchsorted(starts, i, side="right"))
-            raise ConfigurationError(
-                f"{where}: {path} line {number}: {token!r} is not an integer vertex id",
-                fix="write vertex ids as integers separated by spaces or newlines; "
-                "'#' starts a comment.",
-            ) from None
-    return parsed
 
 
 def _module(name: str, package: str, where: str) -> Any:

@@ -24,8 +24,9 @@ from ..graphs import (
     rmat,
 )
 from ._graph_digest import graph_file_sha256
-from ._graph_files import load_scipy_npz_graph, load_table_graph, read_sources_file
+from ._graph_files import load_scipy_npz_graph, load_table_graph
 from ._preflight import graph_path, memory_limit
+from ._sources_file import read_sources_file
 from ._spec import JobSpec
 
 _loads = 0
@@ -87,7 +88,9 @@ def load_job_graph(spec: JobSpec, job_file: Path) -> CsrGraph:
     if graph.kind == "npz":
         return load_npz(path, memory_limit=limit, quote_lines=inside)
     if graph.kind == "scipy_npz":
-        return load_scipy_npz_graph(path, graph, f"{job_file}: $.graph")
+        return load_scipy_npz_graph(
+            path, graph, f"{job_file}: $.graph", memory_limit=limit, quote_lines=inside
+        )
     if graph.kind == "table":
         return load_table_graph(path, graph, f"{job_file}: $.graph")
     return load_edge_list(path, symmetric=graph.symmetric, memory_limit=limit, quote_lines=inside)
@@ -101,16 +104,29 @@ def resolve_sources(spec: JobSpec, job_file: Path) -> JobSpec:
     no such path is returned unchanged.
 
     Raises:
-        ConfigurationError: A sources file cannot be read or holds something other
-            than vertex ids (see :func:`read_sources_file`).
+        ConfigurationError: A sources file cannot be read, holds more ids than
+            ``[limits] max_sources_per_file`` or something other than vertex ids (see
+            :func:`read_sources_file`).
     """
     if not any(isinstance(w.sources, str) for w in spec.workload):
         return spec
     workloads = list(spec.workload)
+    folder = job_file.parent
     for i, workload in enumerate(workloads):
         if isinstance(workload.sources, str):
             where = f"{job_file}: $.workload[{i}].sources"
-            ids = read_sources_file(job_file.parent / workload.sources, where)
+            path = folder / workload.sources
+            ids = read_sources_file(
+                path, where, spec.limits.max_sources_per_file, quote=_inside(path, folder)
+            )
             changed: Any = msgspec.structs.replace(workload, sources=ids.tolist())  # type: ignore[type-var]
             workloads[i] = changed
     return msgspec.structs.replace(spec, workload=workloads)
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    """Whether ``path`` lies inside ``folder`` (errors quote only such files)."""
+    try:
+        return path.resolve().is_relative_to(folder.resolve())
+    except (OSError, RuntimeError, ValueError):  # a symlink loop, a NUL byte
+        return False

@@ -2,10 +2,11 @@
 
 Every way a file can be wrong (unreadable, not a regular file, too large, nested
 too deep, not TOML/JSON/YAML, a repeated key, a wrong type, an unknown field, a
-number out of bounds, a broken rule) becomes a :class:`ConfigurationError` naming
-the file and the path inside it; a file that decodes but is not a valid job gets
-every error it has, one per line. Size and nesting are bounded before any parser
-runs, so no file makes the loader hang, exhaust memory or overflow a stack.
+number out of bounds or too long to read, a broken rule) becomes a
+:class:`ConfigurationError` naming the file and the path inside it; a file that
+decodes but is not a valid job gets every error it has, one per line. Size, nesting
+and TOML keys are bounded before any parser runs (see :mod:`._decode_bounds`), so no
+file makes the loader hang, exhaust memory or overflow a stack.
 """
 
 from __future__ import annotations
@@ -22,6 +23,13 @@ import yaml
 
 from .._files import FileTooLargeError, NotRegularFileError, read_regular
 from ..errors import ConfigurationError
+from ._decode_bounds import (
+    TOML_SKIPPED,
+    check_toml_keys,
+    long_integer,
+    long_toml_integer,
+    long_yaml_integer,
+)
 from ._document_errors import document_errors
 from ._graph_source import resolve_sources
 from ._spec import JobSpec
@@ -37,9 +45,6 @@ _FIX = "correct the field named above."
 
 # What cannot hold a bracket that nests: strings (and TOML comments).
 _JSON_STRINGS = re.compile(rb'"(?:[^"\\]|\\.)*"')
-_TOML_SKIPPED = re.compile(
-    rb'"""[\s\S]*?"""|\'\'\'[\s\S]*?\'\'\'|"(?:[^"\\\n]|\\.)*"|\'[^\'\n]*\'|#[^\n]*'
-)
 
 
 def load_job(path: str | Path) -> JobSpec:
@@ -79,17 +84,19 @@ def load_job(path: str | Path) -> JobSpec:
         ) from None
     try:
         if kind == "toml":
-            _check_nesting(file, _TOML_SKIPPED.sub(b"", data))
+            text = TOML_SKIPPED.sub(b"", data)
+            _check_nesting(file, text)
+            check_toml_keys(file, text, MAX_NESTING)
         elif kind == "json":
             _check_nesting(file, _JSON_STRINGS.sub(b"", data))
             _check_json_keys(file, data)
         else:
             _check_yaml(file, data)
         try:
-            spec = _decode(kind, data, JobSpec)
+            spec = _decode(file, kind, data, JobSpec)
         except msgspec.ValidationError as exc:
             # msgspec stops at the first error; the walk finds them all.
-            errors = document_errors(_decode(kind, data, Any), JobSpec, str(exc))
+            errors = document_errors(_decode(file, kind, data, Any), JobSpec, str(exc))
             raise _not_a_job(file, errors) from None
     except (
         msgspec.DecodeError,
@@ -105,10 +112,22 @@ def load_job(path: str | Path) -> JobSpec:
     return resolve_sources(spec, file)  # sources listed in a .npy or text file
 
 
-def _decode(kind: str, data: bytes, tp: Any) -> Any:
+def _decode_toml(file: Path, data: bytes) -> Any:
+    try:
+        return tomllib.loads(data.decode("utf-8"))
+    except tomllib.TOMLDecodeError:
+        raise
+    except ValueError as exc:  # an integer longer than Python reads
+        error = long_toml_integer(file, data)
+        if error is None:
+            raise tomllib.TOMLDecodeError(str(exc)) from None
+        raise error from None
+
+
+def _decode(file: Path, kind: str, data: bytes, tp: Any) -> Any:
     """``data`` decoded as ``tp`` (``Any``: plain dicts, lists and scalars)."""
     if kind == "toml":
-        return msgspec.convert(tomllib.loads(data.decode("utf-8")), tp)
+        return msgspec.convert(_decode_toml(file, data), tp)
     if kind == "json":
         return msgspec.json.decode(data, type=tp)
     return msgspec.yaml.decode(data, type=tp)
@@ -223,6 +242,12 @@ def _check_yaml(file: Path, data: bytes) -> None:
     stack: list[_Collection] = []
     for event in yaml.parse(data, Loader=loader):
         top = stack[-1] if stack else None
+        if isinstance(event, yaml.ScalarEvent):
+            digits = long_yaml_integer(event.value, event.implicit[0], event.tag)
+            if digits:
+                as_key = top is not None and top.keys is not None and top.expect_key
+                where = "$" if top is None else f"{top.path}.?" if as_key else top.item_path()
+                raise long_integer(file, where, digits)
         if isinstance(event, yaml.ScalarEvent | yaml.AliasEvent):
             if top is not None and top.keys is not None and top.expect_key:
                 key = event.value if isinstance(event, yaml.ScalarEvent) else "*"

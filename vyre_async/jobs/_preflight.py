@@ -49,7 +49,12 @@ BASE_BYTES = 256 << 20
 #: symmetrised and deduplicated) and per vertex; measured at scales 16 to 18.
 RMAT_BYTES_PER_EDGE, RMAT_BYTES_PER_VERTEX = 40, 28
 
-GraphFileKind = Literal["edge_list", "matrix_market", "npz"]
+GraphFileKind = Literal["edge_list", "matrix_market", "npz", "scipy_npz"]
+_FILE_KINDS: dict[str, GraphFileKind] = {
+    "mtx": "matrix_market",
+    "npz": "npz",
+    "scipy_npz": "scipy_npz",
+}
 
 
 class JobCheck(msgspec.Struct, frozen=True):
@@ -84,7 +89,7 @@ def graph_path(spec: JobSpec, job_file: Path) -> tuple[Path, bool] | None:
 
 def file_kind(kind: str) -> GraphFileKind:
     """The loader's name for a ``[graph] kind`` of file."""
-    return "matrix_market" if kind == "mtx" else "npz" if kind == "npz" else "edge_list"
+    return _FILE_KINDS.get(kind, "edge_list")
 
 
 def memory_limit(spec: JobSpec) -> int | None:
@@ -159,8 +164,8 @@ def _graph(spec: JobSpec, job_file: Path, scan: bool) -> tuple[int | None, int, 
     if where is None:  # the spec's rules make this unreachable
         raise ConfigurationError(f"{job_file}: $.graph.path is missing", fix="set path.")
     path, inside = where
-    if graph.kind in ("scipy_npz", "table"):
-        # No header reader for these: the file must be there; a run reads it whole.
+    if graph.kind == "table":
+        # No header reader for tables: the file must be there; a run reads it whole.
         fix = "point path at the graph file (relative to the job file's folder)."
         try:
             found = path.stat()

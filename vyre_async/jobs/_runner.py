@@ -199,7 +199,10 @@ class JobRunner(Lifecycle):
             with exiting_at_once_on_signals(self._handle_signals):
                 return await self._run()
         except BaseExceptionGroup as group:
-            error = sole_vyre_error(group)
+            # A stage that fails (the committer on a full disk) breaks the streams of
+            # the stages feeding it: their BrokenResourceErrors follow from its error.
+            _, rest = group.split(anyio.BrokenResourceError)
+            error = sole_vyre_error(rest) if rest is not None else None
             if error is None:
                 raise
             raise error from None

@@ -129,7 +129,7 @@ class RandomSources(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 
 #: A workload's sources: listed vertex ids, random ones, or a file of them.
-Sources = list[VertexId] | RandomSources | Annotated[str, msgspec.Meta(min_length=1)]
+Sources = list[VertexId] | RandomSources | FilePath
 
 
 class WorkloadSection(Protocol):
@@ -267,6 +267,8 @@ class LimitsSection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     On the first SIGINT/SIGTERM in-flight work gets ``drain_timeout_s`` to finish.
     A job whose graph or item bookkeeping is estimated to need more host memory than
     ``max_host_memory_gib`` (default: what the machine has) is refused before it starts.
+    A workload's sources file may list at most ``max_sources_per_file`` ids (and, as
+    text, hold at most 64 bytes per id allowed).
     """
 
     item_timeout_s: Annotated[float, msgspec.Meta(gt=0.0)] = 60.0
@@ -277,6 +279,7 @@ class LimitsSection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     max_reopens: Annotated[int, msgspec.Meta(ge=0, le=100)] = 2
     drain_timeout_s: Annotated[float, msgspec.Meta(gt=0.0, le=3600.0)] = 30.0
     max_host_memory_gib: Annotated[float, msgspec.Meta(gt=0.0, le=1 << 20)] | None = None
+    max_sources_per_file: Annotated[int, msgspec.Meta(ge=1, le=100_000_000)] = 1_000_000
 
 
 class LoggingSection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):

@@ -41,6 +41,7 @@ Every method here blocks on file I/O; the runner calls them in a worker thread.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import threading
 from collections.abc import Callable, Sequence
@@ -115,9 +116,14 @@ def output_folder(
                 fix="make output.dir relative to the job file, or pass --out DIR.",
             )
         folder = (base / configured).resolve()
-    except (ValueError, OSError) as exc:  # a NUL byte, a symlink loop
+    except (ValueError, OSError, RuntimeError) as exc:  # a NUL byte; a symlink loop
+        # Python 3.11's resolve() reports a symlink loop as a RuntimeError, later ones
+        # as an OSError (ELOOP).
+        looped = isinstance(exc, RuntimeError) or getattr(exc, "errno", None) == errno.ELOOP
+        reason = "it runs into a symlink loop" if looped else str(exc)
+        named = os.fspath(out) if out is not None else configured
         raise ConfigurationError(
-            f"{job_file}: the output folder cannot be used ({exc})",
+            f"{job_file}: the output folder {named!r} cannot be used ({reason})",
             fix="name a plain folder with --out DIR or in [output] dir.",
         ) from None
     if folder == base or not folder.is_relative_to(base):
