@@ -95,9 +95,13 @@ def load_job(path: str | Path) -> JobSpec:
         try:
             spec = _decode(file, kind, data, JobSpec)
         except msgspec.ValidationError as exc:
-            # msgspec stops at the first error; the walk finds them all.
-            errors = document_errors(_decode(file, kind, data, Any), JobSpec, str(exc))
-            raise _not_a_job(file, errors) from None
+            # msgspec stops at the first error; the walk finds them all, where the file
+            # decodes as plain values (an integer too long for Python does not).
+            try:
+                document = _decode(file, kind, data, Any)
+            except msgspec.DecodeError:
+                raise _not_a_job(file, [str(exc)]) from None
+            raise _not_a_job(file, document_errors(document, JobSpec, str(exc))) from None
     except (
         msgspec.DecodeError,
         tomllib.TOMLDecodeError,
