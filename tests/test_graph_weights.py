@@ -59,3 +59,20 @@ def test_a_job_draws_rmat_weights_and_only_for_rmat(tmp_path: Path) -> None:
     assert spec.graph.weights == "uniform"
     with pytest.raises(ConfigurationError, match=r"\$\.graph\.weights"):
         load_job(_job(tmp_path, 'kind = "edges"\npath = "g.txt"\nweights = "uniform"'))
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_a_csr_graph_refuses_a_weight_that_is_not_finite_naming_its_edge(bad: float) -> None:
+    """CsrGraph(offsets, indices, weights) with NaN or an infinity: the edge is named."""
+    offsets = np.array([0, 2, 3, 3], np.int64)
+    indices = np.array([1, 2, 0], np.int32)
+    weights = np.array([0.5, 1.0, bad], np.float32)
+    with pytest.raises(ValidationError, match=r"edge 2 \(1 -> 0\).*not a finite number.*Fix:"):
+        va.graphs.CsrGraph(offsets, indices, weights)
+
+
+def test_a_csr_graph_keeps_negative_weights() -> None:
+    """Negative weights are the graph's business (a signed matrix, say): kept as given."""
+    graph = va.graphs.CsrGraph([0, 1, 1], np.array([1], np.int32), np.array([-2.5], np.float32))
+    assert graph.weights is not None
+    assert graph.weights.tolist() == [-2.5]

@@ -303,6 +303,7 @@ def test_graphs_all_is_sorted_and_complete() -> None:
         "load_graph",
         "load_matrix_market",
         "load_npz",
+        "load_scipy_npz",
         "read_graph_header",
         "rmat",
         "rmat_edges",
