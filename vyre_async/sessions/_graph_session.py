@@ -261,6 +261,9 @@ class ResidentGraphSession(BatchedQueries, AsyncLifecycle):
                 fix=f"pass params={unit.params.__name__}(...).",
             )
         unit.check_params(params, self._graph.num_vertices)
+        problem = unit.graph_problem(params, weighted=self._graph.weights is not None)
+        if problem is not None:
+            raise ValidationError(problem, fix=unit.graph_fix)
         return params
 
     # ---------------------------------------------------------- typed methods
