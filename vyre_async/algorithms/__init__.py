@@ -5,6 +5,8 @@
 - :mod:`~vyre_async.algorithms.msbfs`: multi-source BFS, 64 sources per lane word
   (how many traversal queries run at once), and the multi-query planner.
 - :mod:`~vyre_async.algorithms.pagerank`: pull PageRank in float32, the ``pagerank`` kind.
+- :mod:`~vyre_async.algorithms.sssp`: near-far delta-stepping shortest paths, the
+  ``sssp`` kind.
 - :mod:`~vyre_async.algorithms.egraph`: e-graph images and congruence closure.
 - :mod:`~vyre_async.algorithms.rmat`: the R-MAT generator on the device.
 
@@ -21,6 +23,7 @@ from . import egraph as egraph
 from . import msbfs as msbfs
 from . import pagerank as pagerank
 from . import rmat as rmat
+from . import sssp as sssp
 from ._kind import DEFAULT_QUERY_BUDGET as DEFAULT_QUERY_BUDGET
 from ._kind import Params as Params
 from ._kind import QueryKind as QueryKind
@@ -52,4 +55,5 @@ __all__ = [
     "query_kinds",
     "register",
     "rmat",
+    "sssp",
 ]

@@ -12,14 +12,14 @@ its work runs again on the others.
 
 The session knows no kind: :meth:`ResidentGraphSession.query` and
 :meth:`~ResidentGraphSession.query_many` run any registered kind, and the typed
-methods (``bfs``, ``khop``, ``reach_count``, ``pagerank``, ``bfs_many``) are thin
-calls into their kinds' units.
+methods (``bfs``, ``khop``, ``reach_count``, ``pagerank``, ``bfs_many``, ``sssp``,
+``sssp_many``) are thin calls into their kinds' units.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Self
+from typing import Any, Literal, Self
 
 import anyio
 import numpy as np
@@ -28,6 +28,7 @@ from .._lifecycle import AsyncLifecycle, BackgroundTasks, LifecycleState
 from ..algorithms import DEFAULT_QUERY_BUDGET, Params, QueryKind, lookup
 from ..algorithms.bfs import BFS, KHOP, REACH, BfsParams, KhopParams, ReachParams, Readback
 from ..algorithms.pagerank import PAGERANK, PagerankParams
+from ..algorithms.sssp import SSSP, SsspParams
 from ..backends import Backend, DeviceGroup, check_out, is_foreign
 from ..batching import DynamicBatcher
 from ..errors import ValidationError
@@ -432,6 +433,69 @@ class ResidentGraphSession(BatchedQueries, AsyncLifecycle):
             BFS if k is None else KHOP,
             sources,
             params,
+            budget_bytes=budget_bytes,
+            priority=priority,
+            queue_timeout=queue_timeout,
+        )
+
+    async def sssp(
+        self,
+        source: int,
+        *,
+        max_distance: float | None = None,
+        out: np.ndarray | None = None,
+        priority: int = 0,
+        queue_timeout: float | None = None,
+    ) -> np.ndarray:
+        """Shortest distances from ``source`` over the graph's weights: float32, 0 at the
+        source, +inf where unreachable (or beyond ``max_distance``).
+
+        Near-far delta-stepping on the device; the first query on each device uploads
+        the weights (4 bytes per edge) and a light graph of the edges below the bucket
+        width, kept until the session closes. With batching, concurrent calls share
+        runs (as lanes where the graph's degrees are even, else one after another).
+
+        Args:
+            source: Source vertex.
+            max_distance: Distances beyond it are not followed (``None``: no bound).
+            out: Write the distances into this float32 array of ``num_vertices``
+                elements and return it (as for :meth:`bfs`).
+            priority: With batching, as for :meth:`bfs`.
+            queue_timeout: With batching, as for :meth:`bfs`.
+
+        Raises:
+            ValidationError: ``source`` is out of range, the graph has no weights or a
+                negative one (the edge is named), or ``out`` does not fit.
+        """
+        self._check_source(source)
+        if out is not None:
+            check_out(out, np.dtype(np.float32), self._graph.num_vertices)
+        params = SsspParams(readback="distances", max_distance=max_distance)
+        distances: np.ndarray = await self.query(
+            SSSP, source, params, out=out, priority=priority, queue_timeout=queue_timeout
+        )
+        return distances
+
+    async def sssp_many(
+        self,
+        sources: Sequence[int] | np.ndarray,
+        *,
+        readback: Literal["distances", "counts"] = "distances",
+        max_distance: float | None = None,
+        budget_bytes: int | None = None,
+        priority: int = 0,
+        queue_timeout: float | None = None,
+    ) -> np.ndarray:
+        """Shortest paths from many sources: ``(n, V)`` float32 distances, or ``(n,)``
+        int32 counts of the vertices within ``max_distance`` (the source included).
+
+        Runs as lanes of one traversal (up to 32 sources) where the graph's degrees are
+        even, else one source at a time; see :meth:`sssp` for the rest.
+        """
+        return await self.query_many(
+            SSSP,
+            sources,
+            SsspParams(readback=readback, max_distance=max_distance),
             budget_bytes=budget_bytes,
             priority=priority,
             queue_timeout=queue_timeout,
