@@ -303,12 +303,14 @@ def test_graphs_all_is_sorted_and_complete() -> None:
         "load_graph",
         "load_matrix_market",
         "load_npz",
+        "load_scipy_npz",
         "read_graph_header",
         "rmat",
         "rmat_edges",
         "rmat_params",
         "save_npz",
         "trusted_csr",
+        "with_uniform_weights",
     }
     for name in graphs.__all__:
         assert getattr(graphs, name).__module__.startswith("vyre_async.graphs")

@@ -15,21 +15,35 @@ from job_files import committed, expected_reach, job_file, random_sources, rmat_
 
 from vyre_async.errors import ConfigurationError
 from vyre_async.jobs import JobRunner, load_job, read_records
-from vyre_async.jobs._count_records import CountRecords
 from vyre_async.jobs._layout import CHUNKS_WRITTEN_AT_ONCE
+from vyre_async.jobs._record_parts import ColumnRecords
+from vyre_async.jobs._records import record_layout
 from vyre_async.jobs._store import ResultStore
 
+LAYOUT = record_layout(["reach"])
 
-def _block(first: int, count: int) -> CountRecords:
+
+def _block(first: int, count: int) -> ColumnRecords:
     ids = np.arange(first, first + count, dtype=np.int64)
-    return CountRecords(ids, ids % 7, ids % 5 + 1, workload=0, kind="reach", attempts=1, run_ms=0.5)
+    return ColumnRecords(
+        LAYOUT.record_type,
+        ids,
+        ids % 7,
+        {"reached": ids % 5 + 1},
+        workload=0,
+        kind="reach",
+        attempts=1,
+        run_ms=0.5,
+    )
 
 
 def test_chunks_written_out_of_order_are_listed_only_in_order(tmp_path: Path) -> None:
     """A chunk written before the one ahead of it waits: listing it first is refused,
     its items cannot be written again meanwhile, and after both are listed every item
     reads back once."""
-    store = ResultStore.open(tmp_path / "o", job="j", fingerprint="f", total_items=8, resume=False)
+    store = ResultStore.open(
+        tmp_path / "o", layout=LAYOUT, job="j", fingerprint="f", total_items=8, resume=False
+    )
     try:
         second = store.write_chunk(1, [_block(4, 4)], 0)
         with pytest.raises(ValueError, match="cannot be listed after 0 chunks"):
@@ -52,14 +66,18 @@ def test_written_chunks_never_listed_are_removed_by_the_resume(tmp_path: Path) -
     resume removes them and the items are written again, once. A file of the same
     writer numbered beyond them is no run's leftover: it is refused."""
     out = tmp_path / "o"
-    store = ResultStore.open(out, job="j", fingerprint="f", total_items=12, resume=False)
+    store = ResultStore.open(
+        out, layout=LAYOUT, job="j", fingerprint="f", total_items=12, resume=False
+    )
     store.list_chunk(store.write_chunk(0, [_block(0, 4)], 0))
     store.write_chunk(1, [_block(4, 4)], 0)
     store.write_chunk(2, [_block(8, 4)], 0)  # and the run ends
     writer = store.manifest.writer
     store.close()
     assert len(list((out / "chunks").iterdir())) == 3
-    store = ResultStore.open(out, job="j", fingerprint="f", total_items=12, resume=True)
+    store = ResultStore.open(
+        out, layout=LAYOUT, job="j", fingerprint="f", total_items=12, resume=True
+    )
     try:
         assert [p.name for p in (out / "chunks").iterdir()] == [f"000000-{writer}.jsonl"]
         assert store.committed.tolist() == [True] * 4 + [False] * 8
@@ -70,12 +88,16 @@ def test_written_chunks_never_listed_are_removed_by_the_resume(tmp_path: Path) -
     assert sorted(r.id for r in read_records(out)) == list(range(12))
 
     beyond = tmp_path / "p"
-    store = ResultStore.open(beyond, job="j", fingerprint="f", total_items=12, resume=False)
+    store = ResultStore.open(
+        beyond, layout=LAYOUT, job="j", fingerprint="f", total_items=12, resume=False
+    )
     store.list_chunk(store.write_chunk(0, [_block(0, 4)], 0))
     store.write_chunk(3, [_block(4, 4)], 0)
     store.close()
     with pytest.raises(ConfigurationError, match=r"000003-.*the last run did not write.*Fix:"):
-        ResultStore.open(beyond, job="j", fingerprint="f", total_items=12, resume=True)
+        ResultStore.open(
+            beyond, layout=LAYOUT, job="j", fingerprint="f", total_items=12, resume=True
+        )
 
 
 def test_a_committed_chunk_whose_entry_was_removed_is_refused_not_deleted(tmp_path: Path) -> None:
@@ -83,7 +105,9 @@ def test_a_committed_chunk_whose_entry_was_removed_is_refused_not_deleted(tmp_pa
     naming the missing chunk, and the committed chunk file stays (it used to be removed as
     the writer's uncommitted leftover)."""
     out = tmp_path / "o"
-    store = ResultStore.open(out, job="j", fingerprint="f", total_items=12, resume=False)
+    store = ResultStore.open(
+        out, layout=LAYOUT, job="j", fingerprint="f", total_items=12, resume=False
+    )
     store.list_chunk(store.write_chunk(0, [_block(0, 4)], 0))
     store.list_chunk(store.write_chunk(1, [_block(4, 4)], 0))
     store.close()
@@ -91,7 +115,7 @@ def test_a_committed_chunk_whose_entry_was_removed_is_refused_not_deleted(tmp_pa
     removed = manifest["chunks"].pop()["name"]
     (out / "manifest.json").write_text(json.dumps(manifest))
     with pytest.raises(ConfigurationError, match=r"chunk 000001's entry is missing.*Fix:"):
-        ResultStore.open(out, job="j", fingerprint="f", total_items=12, resume=True)
+        ResultStore.open(out, layout=LAYOUT, job="j", fingerprint="f", total_items=12, resume=True)
     assert (out / "chunks" / removed).exists()
 
 
@@ -101,7 +125,9 @@ def test_an_older_manifest_restored_is_a_rollback_the_resume_cannot_tell(tmp_pat
     ago, the third is foreign and the folder is refused, nothing removed."""
     for back, removed in ((2, True), (3, False)):
         out = tmp_path / f"back{back}"
-        store = ResultStore.open(out, job="j", fingerprint="f", total_items=20, resume=False)
+        store = ResultStore.open(
+            out, layout=LAYOUT, job="j", fingerprint="f", total_items=20, resume=False
+        )
         older = []
         for seq in range(5):
             older.append((out / "manifest.json").read_bytes())
@@ -110,12 +136,16 @@ def test_an_older_manifest_restored_is_a_rollback_the_resume_cannot_tell(tmp_pat
         (out / "manifest.json").write_bytes(older[5 - back])
         files = sorted(p.name for p in (out / "chunks").iterdir())
         if removed:
-            store = ResultStore.open(out, job="j", fingerprint="f", total_items=20, resume=True)
+            store = ResultStore.open(
+                out, layout=LAYOUT, job="j", fingerprint="f", total_items=20, resume=True
+            )
             store.close()
             assert sorted(p.name for p in (out / "chunks").iterdir()) == files[:3]
         else:
             with pytest.raises(ConfigurationError, match="the last run did not write"):
-                ResultStore.open(out, job="j", fingerprint="f", total_items=20, resume=True)
+                ResultStore.open(
+                    out, layout=LAYOUT, job="j", fingerprint="f", total_items=20, resume=True
+                )
             assert sorted(p.name for p in (out / "chunks").iterdir()) == files
 
 

@@ -14,14 +14,18 @@ import numpy as np
 import pytest
 from graph_references import pagerank_float64, scipy_levels
 from job_files import random_sources, rmat_graph, write_job
-from run_folders import chunk_lines, manifest, run_mixed
+from run_folders import MIXED, chunk_lines, manifest, run_mixed
 
 import vyre_async as va
 from vyre_async.cli import main
-from vyre_async.jobs import ItemRecord, export_records
+from vyre_async.jobs import export_records
+from vyre_async.jobs._records import record_layout
 from vyre_async.jobs._store import ResultStore
 
-FIELDS = list(ItemRecord.__struct_fields__)
+LAYOUT = record_layout(["reach"])
+
+#: The columns of the mixed run (every kind), in order.
+FIELDS = list(record_layout(str(w["kind"]) for w in MIXED).fields)
 
 
 @pytest.fixture(scope="module")
@@ -243,12 +247,12 @@ def test_export_holds_one_chunk_of_records_in_memory_at_a_time(tmp_path: Path) -
     chunks, per_chunk = 20, 1000
     total = chunks * per_chunk
     store = ResultStore.open(
-        tmp_path / "o", job="j", fingerprint="f", total_items=total, resume=False
+        tmp_path / "o", layout=LAYOUT, job="j", fingerprint="f", total_items=total, resume=False
     )
     try:
         for c in range(chunks):
             ids = range(c * per_chunk, (c + 1) * per_chunk)
-            store.commit([ItemRecord(i, 0, "reach", i, reached=i % 97 + 1) for i in ids])
+            store.commit([LAYOUT.record_type(i, 0, "reach", i, reached=i % 97 + 1) for i in ids])
     finally:
         store.close()
     tracemalloc.start()

@@ -11,6 +11,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import numpy as np
 import pytest
 from job_files import write_job
@@ -19,7 +20,10 @@ import vyre_async as va
 from vyre_async.cli import main
 from vyre_async.jobs import read_records
 from vyre_async.jobs._atomic import Folder
+from vyre_async.jobs._records import RecordLayout, record_layout
 from vyre_async.jobs._store import ResultStore
+
+LAYOUT = record_layout(["reach"])
 
 LEVELS = [
     {"kind": "bfs", "readback": "levels", "sources": {"random": 24, "seed": 3}},
@@ -371,7 +375,9 @@ def test_the_last_writers_uncommitted_files_are_removed_and_the_job_completes(
     """A chunk and arrays a killed commit left (the writer's token): removed; the rest reruns."""
     job = write_job(tmp_path, LEVELS, output={"commit_items": 8})
     out = tmp_path / "out"
-    store = ResultStore.open(out, job="test-job", fingerprint="f", total_items=65, resume=False)
+    store = ResultStore.open(
+        out, layout=LAYOUT, job="test-job", fingerprint="f", total_items=65, resume=False
+    )
     store.close()
     # What a run of the same job left when killed mid-commit: the next chunk, its temp
     # file, arrays (one under a temp name). Writer token from the manifest.
@@ -455,6 +461,7 @@ def test_a_resumed_run_names_its_chunks_apart_from_every_earlier_one(
     first = {str(c["name"]) for c in _chunks(out)}
     store = ResultStore.open(
         out,
+        layout=msgspec.convert(_manifest(out)["records"], RecordLayout),
         job="test-job",
         fingerprint=str(_manifest(out)["fingerprint"]),
         total_items=65,
@@ -486,7 +493,7 @@ def test_a_second_run_of_a_folder_in_use_is_refused_naming_the_holders_pid(
     assert code == 0, err
     fingerprint = str(_manifest(out)["fingerprint"])
     holder = ResultStore.open(
-        out, job="test-job", fingerprint=fingerprint, total_items=3, resume=True
+        out, layout=LAYOUT, job="test-job", fingerprint=fingerprint, total_items=3, resume=True
     )
     try:
         code, _, err = _run(capsys, str(job), "--resume")
@@ -592,7 +599,9 @@ def test_a_folder_whose_manifest_commits_nothing_is_taken_by_another_job(
 ) -> None:
     """A stub (a manifest of 0 items, as a run refused or killed early leaves) is reused."""
     out = tmp_path / "out"
-    stub = ResultStore.open(out, job="other", fingerprint="x" * 64, total_items=9, resume=False)
+    stub = ResultStore.open(
+        out, layout=LAYOUT, job="other", fingerprint="x" * 64, total_items=9, resume=False
+    )
     stub.close()
     job = write_job(tmp_path, [{"kind": "reach", "sources": [0, 1, 2]}])
     code, _, err = _run(capsys, str(job))
@@ -636,3 +645,22 @@ def test_a_run_stopped_while_making_its_subfolders_leaves_a_folder_the_next_run_
     code, _, err = _run(capsys, str(job))
     assert code == 0, err
     assert sorted(r.id for r in read_records(out)) == [0, 1, 2]
+
+
+def test_a_resume_of_a_folder_written_with_other_record_columns_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A folder whose manifest records other kinds' columns (a vyre-async of other kinds
+    wrote it) is refused on resume with a fix, and nothing in it changes."""
+    job, out = _completed(tmp_path, capsys)
+    manifest = _manifest(out)
+    records = manifest["records"]
+    assert isinstance(records, dict)
+    records["columns"] = [*records["columns"], ["depth", "float"]]
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    before = _snapshot(out)
+    code, _, err = _run(capsys, str(job), "--resume")
+    assert code == 2
+    assert "with columns" in err
+    assert "Fix: finish it with the vyre-async that started it" in err
+    assert _snapshot(out) == before

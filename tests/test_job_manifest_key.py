@@ -15,8 +15,11 @@ from job_files import write_job
 from vyre_async.cli import main
 from vyre_async.errors import ConfigurationError
 from vyre_async.jobs import ManifestKey, load_manifest_key, read_records
-from vyre_async.jobs._count_records import CountRecords
+from vyre_async.jobs._record_parts import ColumnRecords
+from vyre_async.jobs._records import record_layout
 from vyre_async.jobs._store import ResultStore
+
+LAYOUT = record_layout(["reach"])
 
 KEY = b"0123456789abcdef0123456789abcdef"
 OTHER_KEY = b"fedcba9876543210fedcba9876543210"
@@ -64,9 +67,18 @@ def _keyed_job(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[Path
     return job, tmp_path / "out", key
 
 
-def _block(first: int, count: int) -> CountRecords:
+def _block(first: int, count: int) -> ColumnRecords:
     ids = np.arange(first, first + count, dtype=np.int64)
-    return CountRecords(ids, ids % 7, ids % 5 + 1, workload=0, kind="reach", attempts=1, run_ms=0.5)
+    return ColumnRecords(
+        LAYOUT.record_type,
+        ids,
+        ids % 7,
+        {"reached": ids % 5 + 1},
+        workload=0,
+        kind="reach",
+        attempts=1,
+        run_ms=0.5,
+    )
 
 
 def test_every_manifest_a_keyed_store_writes_carries_the_documented_mac(tmp_path: Path) -> None:
@@ -84,14 +96,14 @@ def test_every_manifest_a_keyed_store_writes_carries_the_documented_mac(tmp_path
         macs.append(mac["hmac_sha256"])
 
     store = ResultStore.open(
-        out, job="j", fingerprint="f", total_items=8, resume=False, manifest_key=key
+        out, layout=LAYOUT, job="j", fingerprint="f", total_items=8, resume=False, manifest_key=key
     )
     check()
     store.list_chunk(store.write_chunk(0, [_block(0, 4)], 0))
     check()
     store.close()
     store = ResultStore.open(
-        out, job="j", fingerprint="f", total_items=8, resume=True, manifest_key=key
+        out, layout=LAYOUT, job="j", fingerprint="f", total_items=8, resume=True, manifest_key=key
     )
     check()
     store.list_chunk(store.write_chunk(1, [_block(4, 4)], 0))

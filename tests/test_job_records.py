@@ -28,10 +28,13 @@ from vyre_async.jobs import (
     read_item_array,
     read_records,
 )
+from vyre_async.jobs._record_parts import ArrayRecords
+from vyre_async.jobs._records import record_layout
 from vyre_async.jobs._store import ResultStore
 from vyre_async.sessions import ResidentGraphSession
 
-FIELDS = list(ItemRecord.__struct_fields__)
+LAYOUT = record_layout(["bfs"])
+
 #: Every kind of item, a failed one among the reach items (source 7).
 MIXED = [
     {"kind": "bfs", "readback": "levels", "sources": {"random": 30, "seed": 3}},
@@ -40,6 +43,8 @@ MIXED = [
     {"kind": "pagerank"},
 ]
 FAILING_SOURCE = 7
+#: The columns of its records, in order.
+FIELDS = list(record_layout(str(w["kind"]) for w in MIXED).fields)
 
 
 async def _fail_one_source(
@@ -204,7 +209,8 @@ def test_a_parquet_job_writes_parquet_chunks_with_the_records_of_a_json_lines_jo
     want = sorted(read_records(json_out), key=lambda r: r.id)
 
     def same(r: ItemRecord) -> tuple[Any, ...]:
-        return (*msgspec.structs.astuple(r)[:9], *msgspec.structs.astuple(r)[10:14])
+        # All but the array file's name (it holds the run's writer token) and run_ms.
+        return tuple(getattr(r, f) for f in FIELDS if f not in ("array", "run_ms"))
 
     assert [same(r) for r in got] == [same(r) for r in want]
     _check_against_references(got, parquet_out)
@@ -272,26 +278,26 @@ def test_a_failed_item_never_names_an_array_and_each_cut_chunk_keeps_its_own_fil
     tmp_path: Path,
 ) -> None:
     """Store level: arrays appended across two cuts land in each chunk's own file; an
-    array staged for an item whose record failed is dropped."""
-    store = ResultStore.open(tmp_path / "o", job="j", fingerprint="f", total_items=6, resume=False)
+    array that travels with a failed item's record is dropped."""
+    store = ResultStore.open(
+        tmp_path / "o", layout=LAYOUT, job="j", fingerprint="f", total_items=6, resume=False
+    )
     try:
-        rows = [np.full(4, i, dtype=np.int32) for i in range(6)]
-        for i, row in enumerate(rows):
-            store.stage_array(i, row)
-        records = [ItemRecord(i, 0, "bfs", i) for i in range(6)]
-        records[4] = ItemRecord(4, 0, "bfs", 4, ok=False, error="lost", error_code=1)
-        first = store.append_arrays(records[:3])
+        rows: list[np.ndarray | None] = [np.full(4, i, dtype=np.int32) for i in range(6)]
+        records = [LAYOUT.record_type(i, 0, "bfs", i) for i in range(6)]
+        records[4] = LAYOUT.record_type(4, 0, "bfs", 4, ok=False, error="lost", error_code=1)
+        first = store.append_arrays([ArrayRecords(records[:3], rows[:3])])
         store.commit(first, 0, store.cut())
-        second = store.append_arrays(records[3:])
-        assert store.has_staged is False
-        assert second[1].array is None
+        second = store.append_arrays([ArrayRecords(records[3:], rows[3:])])
+        assert all(isinstance(r, ItemRecord) for r in [*first, *second])
+        assert second[1].array is None  # type: ignore[union-attr]
         store.commit(second, 1, store.cut())
     finally:
         store.close()
     out = tmp_path / "o"
     chunks = json.loads((out / "manifest.json").read_text())["chunks"]
     assert [len(c["files"]) for c in chunks] == [1, 1]
-    assert {r.array for r in first} == {chunks[0]["files"][0][0]}
+    assert {r.array for r in first} == {chunks[0]["files"][0][0]}  # type: ignore[union-attr]
     with open_item_arrays(out) as arrays:
         for r in read_records(out):
             if r.id == 4:
@@ -371,3 +377,37 @@ def test_resuming_a_folder_in_another_chunk_format_is_refused_naming_both(
     assert "written as jsonl chunks; this run writes parquet" in err
     assert 'Fix: resume it with [output] format = "jsonl"' in err
     assert (tmp_path / "out" / "manifest.json").read_bytes() == before
+
+
+def test_a_targets_readback_job_records_the_targets_levels(tmp_path: Path) -> None:
+    """bfs and khop with readback = "targets": each item's array is its targets' levels,
+    reached and max_level count over them (against SciPy)."""
+    graph = rmat_graph()
+    targets = [int(t) for t in random_sources(6, 11, graph.num_vertices)]
+    job = write_job(
+        tmp_path,
+        [
+            {"kind": "bfs", "readback": "targets", "targets": targets, "sources": [1, 2, 3]},
+            {"kind": "khop", "k": 1, "readback": "targets", "targets": targets, "sources": [4]},
+        ],
+    )
+    summary = anyio.run(JobRunner(load_job(job), job_file=job).run)
+    assert summary.status == "complete", summary.message
+    out = tmp_path / "out"
+    with open_item_arrays(out) as arrays:
+        for r in read_records(out):
+            levels = scipy_levels(graph, r.source)[targets]
+            if r.kind == "khop":
+                levels = np.where(levels <= 1, levels, -1)
+            assert r.array is not None
+            np.testing.assert_array_equal(arrays.read(r.array, r.id), levels)
+            assert r.reached == int((levels >= 0).sum())
+            assert r.max_level == int(levels.max())
+
+
+def test_a_targets_readback_without_targets_is_refused_before_the_run(tmp_path: Path) -> None:
+    """readback = "targets" with no targets: a ConfigurationError naming the workload."""
+    job = write_job(tmp_path, [{"kind": "bfs", "readback": "targets", "sources": [1]}])
+    with pytest.raises(va.ConfigurationError, match=r"\$\.workload\[0\].*targets") as info:
+        anyio.run(JobRunner(load_job(job), job_file=job).run)
+    assert "Fix:" in str(info.value)

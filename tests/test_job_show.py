@@ -8,11 +8,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from run_folders import chunk_lines, manifest, run_mixed
+from run_folders import MIXED, chunk_lines, manifest, run_mixed
 
 from vyre_async.cli import main
-from vyre_async.jobs import ItemRecord, describe_run
+from vyre_async.jobs import describe_run
+from vyre_async.jobs._records import record_layout
 from vyre_async.jobs._store import ResultStore
+
+LAYOUT = record_layout(["reach"])
 
 
 @pytest.fixture(scope="module")
@@ -74,10 +77,9 @@ def test_show_leaves_out_columns_that_no_row_shown_uses(
     table, _ = _table(capsys.readouterr().out)
     shown = chunk_lines(mixed_run)[:5]
     used = {name for record in shown for name, value in record.items() if value is not None}
-    assert table[0].split() == [
-        name for name in ItemRecord.__struct_fields__ if name in used | {"id", "kind", "ok"}
-    ]
-    assert len(table[0].split()) < len(ItemRecord.__struct_fields__)
+    fields = record_layout(str(w["kind"]) for w in MIXED).fields
+    assert table[0].split() == [name for name in fields if name in used | {"id", "kind", "ok"}]
+    assert len(table[0].split()) < len(fields)
 
 
 def test_show_lists_a_failed_item_with_its_error(mixed_run: Path) -> None:
@@ -111,9 +113,11 @@ def test_show_of_an_incomplete_run_says_what_is_committed(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """3 of 6 items committed, no summary.json (a run killed): both said, 3 rows."""
-    store = ResultStore.open(tmp_path / "o", job="j", fingerprint="f", total_items=6, resume=False)
+    store = ResultStore.open(
+        tmp_path / "o", layout=LAYOUT, job="j", fingerprint="f", total_items=6, resume=False
+    )
     try:
-        store.commit([ItemRecord(i, 0, "reach", 10 + i, reached=i + 1) for i in (4, 0, 2)])
+        store.commit([LAYOUT.record_type(i, 0, "reach", 10 + i, reached=i + 1) for i in (4, 0, 2)])
     finally:
         store.close()
     assert main(["show", str(tmp_path / "o")]) == 0

@@ -31,6 +31,8 @@ ITEMS = 1200
 VARIANTS: dict[str, tuple[dict[str, object], str]] = {
     "jsonl-counts": ({"kind": "reach"}, "jsonl"),
     "parquet-levels": ({"kind": "bfs", "readback": "levels"}, "parquet"),
+    # Shortest-path counts without a bound: every reachable vertex, as reach counts.
+    "jsonl-sssp-counts": ({"kind": "sssp"}, "jsonl"),
 }
 variants = pytest.mark.parametrize("variant", VARIANTS)
 
@@ -42,6 +44,7 @@ def _job(folder: Path, variant: str = "jsonl-counts", **limits: float) -> Path:
     return write_job(
         folder,
         [{**workload, "sources": {"random": ITEMS, "seed": 2}}],
+        graph={"weights": "uniform"} if workload["kind"] == "sssp" else {},
         batching={"max_batch": 8},
         output={"commit_items": 24, "commit_interval_s": 0.02}
         | ({"format": chunk_format} if chunk_format != "jsonl" else {}),

@@ -12,6 +12,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import vyre_async as va
 from vyre_async.cli import main
 from vyre_async.errors import ConfigurationError
 from vyre_async.jobs import JobSpec, RandomSources, load_job
@@ -58,8 +59,14 @@ def test_json_and_yaml_give_the_same_spec_as_toml(tmp_path: Path, suffix: str) -
         (lambda d: d["job"].update(backend="tpu"), "$.job.backend"),
         (lambda d: d["output"].update(dir="runs\x00x"), "$.output.dir"),
         (lambda d: d["graph"].update(kind="mtx"), "$.graph.path"),
-        (lambda d: d["workload"][0].update(kind="khop"), "$.workload[0].k"),
-        (lambda d: d["workload"][0].update(kind="pagerank"), "$.workload[0].sources"),
+        (
+            lambda d: d["workload"][0].update(kind="khop"),
+            "$.workload[0]: Object missing required field `k`",
+        ),
+        (
+            lambda d: (d["workload"][0].update(kind="pagerank"), d["workload"][0].pop("readback")),
+            "$.workload[0].sources",
+        ),
         (lambda d: d["workload"].clear(), "$.workload"),
         (lambda d: d.setdefault("batching", {}).update(in_flight=0), "$.batching.in_flight"),
     ],
@@ -252,14 +259,14 @@ def test_toml_dotted_keys_quoted_keys_and_floats_within_the_limits_decode_as_tom
         'kind = "rmat"\nscale = 16\nseed = 7\n'
         "[[workload]]\n"
         'kind = "bfs"\nsources = { random = 2000, seed = 3, min_out_degree = 1 }\n'
-        "damping = 0.85\n"
+        'readback = "levels"\n'
         "[limits]\n"
         "retry_backoff_s = 1.5e-1\n"
     )
     spec = load_job(path)
     assert spec == msgspec.convert(tomllib.loads(path.read_text()), JobSpec)
-    assert (spec.job.name, spec.workload[0].damping, spec.limits.retry_backoff_s) == (
+    assert (spec.job.name, spec.workload[0].params, spec.limits.retry_backoff_s) == (
         "rmat-bfs",
-        0.85,
+        va.algorithms.bfs.BfsParams(readback="levels"),
         0.15,
     )

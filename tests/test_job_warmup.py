@@ -83,7 +83,7 @@ async def test_a_cuda_job_lets_go_of_its_warm_contexts(
     sources = random_sources(40, 7, graph.num_vertices)
 
     async def by_scipy(session: object, workload: object, block: np.ndarray) -> BlockResult:
-        return BlockResult(counts=np.array([expected_reach(graph, int(s)) for s in block]))
+        return BlockResult(np.array([expected_reach(graph, int(s)) for s in block]))
 
     path = await job_file(
         tmp_path, [{"kind": "reach", "sources": sources}], job={"backend": "cuda"}

@@ -9,7 +9,7 @@ import pytest
 from graph_references import GRAPH_SHAPES, scipy_levels
 
 import vyre_async as va
-from vyre_async.sessions import TraversalQuery, chunk_bytes
+from vyre_async.algorithms.msbfs import TraversalQuery, chunk_bytes
 
 
 @pytest.mark.parametrize("count", [1, 5, 64, 65, 130])
@@ -240,13 +240,12 @@ async def test_in_flight_batches_run_at_once_and_each_gets_its_rows(
 ) -> None:
     """With in_flight=N at most N batches traverse the one device at a time, and N of
     them do when full blocks queue back to back; every row still equals SciPy's."""
-    from vyre_async.sessions import _batched
-
+    kind = type(va.algorithms.bfs.BFS)
     running = 0
     most = 0
-    traverse = _batched.traverse_many
+    traverse = kind.run_many
 
-    async def counted(*args: object, **kwargs: object) -> list[np.ndarray]:
+    async def counted(*args: object, **kwargs: object) -> np.ndarray:
         nonlocal running, most
         running += 1
         most = max(most, running)
@@ -255,7 +254,7 @@ async def test_in_flight_batches_run_at_once_and_each_gets_its_rows(
         finally:
             running -= 1
 
-    monkeypatch.setattr(_batched, "traverse_many", counted)
+    monkeypatch.setattr(kind, "run_many", counted)
     graph = GRAPH_SHAPES["rmat_skewed"](rng)
     sources = rng.integers(0, graph.num_vertices, 16 * 8)
     config = va.BatchingConfig(max_batch=16, in_flight=in_flight)
@@ -298,22 +297,31 @@ async def test_traversals_of_one_shape_reuse_their_scratch_and_stay_right(
         assert session.stats().allocations_avoided >= 8
 
 
+@pytest.mark.parametrize("bound", ["sets", "bytes"])
 async def test_idle_scratch_is_capped_and_freed_with_the_session(
-    rng: np.random.Generator,
+    rng: np.random.Generator, monkeypatch: pytest.MonkeyPatch, bound: str
 ) -> None:
-    """A replica keeps at most MSBFS_IDLE_SETS idle scratches, the newest shapes; closing
-    the session frees them with the graph."""
-    from vyre_async.sessions._replica import MSBFS_IDLE_SETS
+    """A replica's idle scratches stay within the pool's bounds (sets, bytes), the least
+    recently used shapes freed first; closing the session frees the rest with the graph."""
+    from vyre_async.sessions import _replica
 
     graph = GRAPH_SHAPES["random_directed"](rng)
+    shapes = (10, 70, 130, 200, 260, 330)  # 1 to 6 lane words: six shapes
     async with va.open_backend("cpu") as backend:
         before = backend.telemetry().resident_buffers_live
         async with va.resident_graph(backend, graph) as session:
-            for count in (10, 70, 130, 200, 260, 330):  # 1 to 6 lane words: six shapes
+            (replica,) = session._replicas
+            if bound == "sets":
+                monkeypatch.setattr(_replica, "IDLE_SETS", 4)
+            else:  # room for the newest shapes' counts scratches: words 5 and 6
+                n = graph.num_vertices
+                sizes = [3 * 8 * n * w + 4 * 64 * w + 4 * 64 * w for w in (5, 6)]
+                monkeypatch.setattr(_replica, "IDLE_BYTES", sum(sizes) + 4096)
+            for count in shapes:
                 counts = await session.bfs_many(list(range(count)), readback="counts")
                 assert counts.shape == (count,)
-            (replica,) = session._replicas
-            assert [s.shape[0] for s in replica.free_msbfs] == [3, 4, 5, 6][-MSBFS_IDLE_SETS:]
+            kept = [key[1][0] for key, _ in replica.idle_keys()]
+            assert kept == ([3, 4, 5, 6] if bound == "sets" else [5, 6])
         assert backend.telemetry().resident_buffers_live == before
 
 
@@ -344,10 +352,10 @@ async def test_a_cancelled_traversal_leaves_no_scratch_behind(
             await started.wait()
             assert backend.telemetry().resident_buffers_live > live  # the scratch
             tg.cancel_scope.cancel()
-        assert replica.free_msbfs == []
+        assert replica.idle_keys() == []
         assert backend.telemetry().resident_buffers_live == live
         monkeypatch.setattr(_run.MultiSourceTraversal, "_run", run)
         levels = await session.bfs_many(sources)
-        assert len(replica.free_msbfs) == 1
+        assert [key[0] for key, count in replica.idle_keys()] == ["msbfs"]
     for row, source in zip(levels, sources, strict=True):
         np.testing.assert_array_equal(row, scipy_levels(graph, source))

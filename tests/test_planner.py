@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import vyre_async as va
-from vyre_async.sessions import TraversalQuery, chunk_bytes, plan_multi_query
+from vyre_async.algorithms.msbfs import TraversalQuery, chunk_bytes, plan_multi_query
 
 V = 1000
 

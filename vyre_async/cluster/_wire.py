@@ -1,6 +1,6 @@
 """What crosses between the job's driver and its Ray actors: msgspec-encoded bytes.
 
-Ray moves the bytes; the job's own data (sources, counts, levels, ranks) never goes
+Ray moves the bytes; the job's own data (sources and results of any kind) never goes
 through pickle. Arrays travel as raw little-endian bytes with their dtype and shape.
 """
 
@@ -38,28 +38,16 @@ class BlockRequest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 
 class BlockReply(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """What an actor computed for a block (one of the three arrays)."""
+    """What an actor computed for a block: its kind's result array, whatever the kind."""
 
-    counts: WireArray | None = None
-    rows: WireArray | None = None
-    ranks: WireArray | None = None
+    result: WireArray
 
 
 def encode_result(result: BlockResult) -> bytes:
     """A block's result as bytes for the driver."""
-
-    def wire(array: np.ndarray | None) -> WireArray | None:
-        return None if array is None else WireArray.of(array)
-
-    reply = BlockReply(wire(result.counts), wire(result.rows), wire(result.ranks))
-    return msgspec.msgpack.encode(reply)
+    return msgspec.msgpack.encode(BlockReply(WireArray.of(result.result)))
 
 
 def decode_result(data: bytes) -> BlockResult:
     """The driver's side of :func:`encode_result`."""
-    reply = msgspec.msgpack.decode(data, type=BlockReply)
-
-    def array(wire: WireArray | None) -> np.ndarray | None:
-        return None if wire is None else wire.array()
-
-    return BlockResult(counts=array(reply.counts), rows=array(reply.rows), ranks=array(reply.ranks))
+    return BlockResult(msgspec.msgpack.decode(data, type=BlockReply).result.array())

@@ -25,6 +25,7 @@ from ._rmat_counter import rmat_edges as rmat_edges
 from ._scipy_npz import load_scipy_npz as load_scipy_npz
 from ._trusted import trusted_csr as trusted_csr
 from ._vertex_ids import VertexIds as VertexIds
+from ._weights import with_uniform_weights as with_uniform_weights
 
 __all__ = [
     "CsrGraph",
@@ -42,4 +43,5 @@ __all__ = [
     "rmat_params",
     "save_npz",
     "trusted_csr",
+    "with_uniform_weights",
 ]

@@ -107,17 +107,34 @@ def check_indices(indices: Indices, offsets: Offsets) -> None:
     )
 
 
-def check_weights(weights: Weights, num_edges: int) -> None:
-    """Check there is one weight per edge.
+def check_weights(weights: Weights, num_edges: int, offsets: Offsets, indices: Indices) -> None:
+    """Check there is one weight per edge, each a finite number.
+
+    NaN or an infinity is never a weight (the edge-list and SciPy constructors refuse
+    them too); negative weights are the graph's business, and refused by the kinds
+    that need lengths (shortest paths) when they first run on the graph.
 
     Raises:
-        ValidationError: The length differs from the edge count.
+        ValidationError: The length differs from the edge count, or a weight is NaN
+            or infinite (the first such edge is named).
     """
     if weights.size != num_edges:
         raise ValidationError(
             f"weights has {weights.size} entries but the graph has {num_edges} edges",
             fix="pass exactly one float32 weight per edge, in the order of indices.",
         )
+    if not weights.size or np.isfinite(weights.sum(dtype=np.float64)):
+        return  # one pass in the common case (the sum is NaN or infinite when a weight is)
+    bad = ~np.isfinite(weights)
+    if not bad.any():
+        return  # finite weights whose float64 sum overflowed (never in float32's range)
+    edge = int(np.argmax(bad))
+    row = int(np.searchsorted(offsets, edge, side="right")) - 1
+    raise ValidationError(
+        f"edge {edge} ({row} -> {int(indices[edge])}) has weight {float(weights[edge])!r}, "
+        "which is not a finite number",
+        fix="replace NaN and infinite weights (np.nan_to_num, or drop those edges) first.",
+    )
 
 
 def edge_rows(offsets: Offsets) -> npt.NDArray[np.int64]:

@@ -104,7 +104,7 @@ class CsrGraph:
         check_indices(cols, offs)
         vals = None if weights is None else frozen_vector("weights", weights, (np.float32,))
         if vals is not None:
-            check_weights(vals, cols.size)
+            check_weights(vals, cols.size, offs, cols)
         if symmetric and verify_symmetric:
             bad = find_asymmetric_edge(offs, cols, vals)
             if bad is not None:

@@ -12,10 +12,14 @@ threads at once, or drawn on a GPU, and always gives the same graph.
 
 from __future__ import annotations
 
+from typing import Literal
+
+from ..errors import ValidationError
 from ._csr import CsrGraph
 from ._rmat_counter import RmatParams, check_rmat_parameters
 from ._rmat_csr import rmat_csr
 from ._trusted import trusted_csr
+from ._weights import with_uniform_weights
 
 
 def rmat(
@@ -29,6 +33,7 @@ def rmat(
     symmetric: bool = True,
     dedupe: bool = True,
     permute: bool = True,
+    weights: Literal["uniform"] | None = None,
 ) -> CsrGraph:
     """Generate a Graph500-style R-MAT graph with ``2**scale`` vertices.
 
@@ -46,6 +51,8 @@ def rmat(
         dedupe: Collapse repeated edges.
         permute: Relabel vertices with a seeded bijection, so that vertex ids do not
             reveal degree.
+        weights: ``"uniform"``: float32 weights in (0, 1], a seeded hash of each edge's
+            end points (an edge and its reverse weigh the same); ``None``: unweighted.
 
     Returns:
         The graph, rows sorted by destination; it has at most
@@ -56,7 +63,15 @@ def rmat(
     """
     params = rmat_params(scale, edge_factor, seed, a=a, b=b, c=c)
     offsets, indices = rmat_csr(params, symmetric=symmetric, dedupe=dedupe, permute=permute)
-    return trusted_csr(offsets, indices, symmetric=symmetric)
+    graph = trusted_csr(offsets, indices, symmetric=symmetric)
+    if weights is None:
+        return graph
+    if weights != "uniform":
+        raise ValidationError(
+            f"weights must be 'uniform' or None, got {weights!r}",
+            fix="pass weights='uniform' for seeded (0, 1] weights, or leave it out.",
+        )
+    return with_uniform_weights(graph, params.seed)
 
 
 def rmat_params(

@@ -18,9 +18,9 @@ import numpy as np
 from ..errors import DeviceLostError, VyreError
 from ..logging import get_logger
 from ._committer import Outcomes
-from ._count_records import RecordPart
-from ._execute import array_records, count_records
+from ._execute import block_records, reads_counts
 from ._items import ItemBlock
+from ._record_parts import RecordPart
 from ._records import ItemRecord
 from ._retry import retry_delay
 from ._spec import JobSpec
@@ -88,12 +88,13 @@ class BlockAttempts:
                     continue
                 if len(block) > 1:
                     return await self._item_by_item(target, block, store)
-                return [self._failed(block, exc, attempts)], 1
+                return [self._failed(store.record_type, block, exc, attempts)], 1
             run_ms = round((time.perf_counter() - started) * 1000, 3)
-            if result.counts is not None:
-                return count_records(block, workload, result.counts, attempts, run_ms), 0
+            record_type = store.record_type
+            if reads_counts(workload):  # columns of counts: cheaper than a thread hop
+                return block_records(record_type, block, workload, result, attempts, run_ms), 0
             records = await anyio.to_thread.run_sync(
-                array_records, store, block, workload, result, attempts, run_ms
+                block_records, record_type, block, workload, result, attempts, run_ms
             )
             return records, 0
 
@@ -109,7 +110,9 @@ class BlockAttempts:
             failed += failures
         return done, failed
 
-    def _failed(self, block: ItemBlock, exc: Exception, attempts: int) -> ItemRecord:
+    def _failed(
+        self, record_type: type[ItemRecord], block: ItemBlock, exc: Exception, attempts: int
+    ) -> ItemRecord:
         workload = self._spec.workload[block.workload]
         if isinstance(exc, TimeoutError):
             code = TIMEOUT_CODE
@@ -118,7 +121,7 @@ class BlockAttempts:
         reason = failure_reason(exc, self._spec.limits.item_timeout_s)
         item = int(block.ids[0])
         _log.warning("item_failed", item=item, attempts=attempts, error=reason, code=code)
-        return ItemRecord(
+        return record_type(
             id=item,
             workload=block.workload,
             kind=workload.kind,

@@ -1,30 +1,28 @@
-"""Records as columns: the Arrow schema of :class:`ItemRecord`, Parquet chunks, pandas.
+"""Records as columns: the Arrow schema of a folder's records, Parquet chunks, pandas.
 
 pyarrow and pandas are optional: they are imported here, when a Parquet chunk is
 written or read or a table is asked for, and a missing one is reported with the
-package to install. Every chunk has the same schema (:func:`arrow_schema`),
-whichever fields its items use: integers are ``int64``, ``kind``, ``array`` and
-``error`` are strings, ``top_rank`` and ``run_ms`` are ``float64``, ``ok`` is a
-boolean; a field that does not apply to an item is null.
+package to install. Every chunk of a folder has the same schema (:func:`arrow_schema`
+of its :class:`~._records.RecordLayout`), whichever fields its items use: integers
+are ``int64``, ``kind``, ``array`` and ``error`` are strings, ``run_ms`` and the
+kinds' float columns are ``float64``, ``ok`` is a boolean; a field that does not
+apply to an item is null.
 """
 
 from __future__ import annotations
 
 import importlib
 from collections.abc import Sequence
-from typing import Any, get_args, get_type_hints
+from typing import Any
 
 import msgspec
 
+from ..algorithms import kind_names
 from ..errors import ConfigurationError, VyreError
-from ._records import ItemRecord
+from ._records import ItemRecord, RecordLayout
 
-#: The record's fields, in order: the columns of every table and chunk.
-FIELDS: tuple[str, ...] = ItemRecord.__struct_fields__
 _STRINGS = {"kind", "array", "error"}
-_FLOATS = {"top_rank", "run_ms"}
 _NOT_NULL = {"id", "workload", "kind", "ok", "attempts", "batch", "run_ms"}
-_KINDS = set(get_args(get_type_hints(ItemRecord)["kind"]))
 _encoder = msgspec.json.Encoder()
 PYARROW_FIX = "install it: pip install 'vyre-async[parquet]' (or pip install pyarrow)"
 
@@ -40,26 +38,28 @@ def optional(name: str, needed_for: str, error: type[VyreError], fix: str = PYAR
         ) from None
 
 
-def arrow_schema(pa: Any) -> Any:
-    """The Arrow schema of a table of records (``pa`` is the pyarrow module)."""
+def arrow_schema(pa: Any, layout: RecordLayout) -> Any:
+    """The Arrow schema of a table of ``layout``'s records (``pa`` is the pyarrow module)."""
+    floats = {"run_ms", *(name for name, kind in layout.columns if kind == "float")}
 
     def kind(name: str) -> Any:
         if name in _STRINGS:
             return pa.string()
-        if name in _FLOATS:
+        if name in floats:
             return pa.float64()
         return pa.bool_() if name == "ok" else pa.int64()
 
-    return pa.schema([pa.field(n, kind(n), nullable=n not in _NOT_NULL) for n in FIELDS])
+    return pa.schema([pa.field(n, kind(n), nullable=n not in _NOT_NULL) for n in layout.fields])
 
 
-def records_table(pa: Any, records: Sequence[ItemRecord]) -> Any:
+def records_table(pa: Any, records: Sequence[ItemRecord], layout: RecordLayout) -> Any:
     """A ``pyarrow.Table`` of ``records``, one column per field (:func:`arrow_schema`)."""
-    return json_lines_table(pa, _encoder.encode_lines(records))
+    return json_lines_table(pa, _encoder.encode_lines(records), layout)
 
 
-def json_lines_table(pa: Any, data: bytes) -> Any:
-    """A ``pyarrow.Table`` of records encoded as JSON lines (a chunk's bytes), checked.
+def json_lines_table(pa: Any, data: bytes, layout: RecordLayout) -> Any:
+    """A ``pyarrow.Table`` of ``layout``'s records encoded as JSON lines (a chunk's
+    bytes), checked.
 
     pyarrow's JSON reader parses without holding the GIL, so the event loop and the
     workers keep running while a committer thread turns a chunk into columns (a
@@ -69,7 +69,7 @@ def json_lines_table(pa: Any, data: bytes) -> Any:
     Raises:
         ValueError: The lines are not records (see :func:`check_table`).
     """
-    schema = arrow_schema(pa)
+    schema = arrow_schema(pa, layout)
     if not data.strip():
         return schema.empty_table()
     pj = importlib.import_module("pyarrow.json")
@@ -83,50 +83,58 @@ def json_lines_table(pa: Any, data: bytes) -> Any:
                 explicit_schema=schema, unexpected_field_behavior="error"
             ),
         )
-        table = table.select(list(FIELDS)).cast(schema)
+        table = table.select(list(layout.fields)).cast(schema)
     except (ValueError, KeyError, pa.ArrowException) as exc:
         raise ValueError(f"its lines are not records ({exc})") from None
-    check_table(pa, table)
+    check_table(pa, table, layout)
     return table
 
 
-def table_records(pa: Any, table: Any) -> list[ItemRecord]:
+def table_records(pa: Any, table: Any, layout: RecordLayout) -> list[ItemRecord]:
     """The records of a table of :func:`arrow_schema` (a Parquet chunk read back).
 
     Raises:
         ValueError: The table has other columns or types, a null where a record
-            has none, or an unknown ``kind``.
+            has none, or a kind the layout does not name.
     """
-    check_table(pa, table)
+    table = check_table(pa, table, layout)
     columns = table.to_pydict()
-    return [ItemRecord(*row) for row in zip(*(columns[name] for name in FIELDS), strict=True)]
+    record_type, fields = layout.record_type, layout.fields
+    return [record_type(*row) for row in zip(*(columns[name] for name in fields), strict=True)]
 
 
-def check_table(pa: Any, table: Any) -> None:
-    """Refuse a table that is not one of records (see :func:`table_records`)."""
-    schema = arrow_schema(pa)
+def check_table(pa: Any, table: Any, layout: RecordLayout) -> Any:
+    """Refuse a table that is not one of ``layout``'s records (see
+    :func:`table_records`); return it with its columns in the layout's order."""
+    schema = arrow_schema(pa, layout)
+    if set(table.schema.names) != set(schema.names) or len(table.schema) != len(schema):
+        got = ", ".join(f"{f.name}: {f.type}" for f in table.schema)
+        raise ValueError(f"its columns are {got}, not those of this folder's records")
+    table = table.select(list(schema.names))
     if not table.schema.equals(schema):
         got = ", ".join(f"{f.name}: {f.type}" for f in table.schema)
-        raise ValueError(f"its columns are {got}, not those of vyre-async records")
+        raise ValueError(f"its columns are {got}, not those of this folder's records")
     for name in _NOT_NULL:
         if table.column(name).null_count:
             raise ValueError(f"its column {name!r} holds nulls")
     kinds = set(table.column("kind").unique().to_pylist())
-    if not kinds <= _KINDS:
-        raise ValueError(f"its column 'kind' holds {sorted(kinds - _KINDS)}")
+    known = set(layout.kinds or kind_names())
+    if not kinds <= known:
+        raise ValueError(f"its column 'kind' holds {sorted(kinds - known)}")
+    return table
 
 
-def parquet_bytes(lines: bytes) -> bytes:
+def parquet_bytes(lines: bytes, layout: RecordLayout) -> bytes:
     """Records encoded as JSON lines, as a Parquet file (pyarrow's defaults: Snappy)."""
     pa = optional("pyarrow", "writing Parquet chunks", ConfigurationError)
     pq = optional("pyarrow.parquet", "writing Parquet chunks", ConfigurationError)
     sink = pa.BufferOutputStream()
-    pq.write_table(json_lines_table(pa, lines), sink)
+    pq.write_table(json_lines_table(pa, lines, layout), sink)
     data: bytes = sink.getvalue().to_pybytes()
     return data
 
 
-def parquet_table(pa: Any, pq: Any, data: bytes) -> Any:
+def parquet_table(pa: Any, pq: Any, data: bytes, layout: RecordLayout) -> Any:
     """The table of a Parquet chunk's bytes, checked (see :func:`check_table`).
 
     Raises:
@@ -136,8 +144,7 @@ def parquet_table(pa: Any, pq: Any, data: bytes) -> Any:
         table = pq.read_table(pa.BufferReader(data))
     except (OSError, ValueError, pa.ArrowException) as exc:
         raise ValueError(f"is not a Parquet file ({exc})") from None
-    check_table(pa, table)
-    return table
+    return check_table(pa, table, layout)
 
 
 def to_pandas(table: Any, pd: Any) -> Any:

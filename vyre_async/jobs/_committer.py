@@ -10,9 +10,9 @@ writing never holds up the workers unless that many chunks are being written and
 another is waiting (the stream between the two holds one). A chunk whose
 predecessor failed to commit is written but never listed: a resume removes it.
 
-Full-result arrays follow their records: as each block arrives, its staged arrays
-are appended to the array file of the chunk being gathered (in a worker thread),
-and where the chunk is cut its array file goes to the writer with it.
+Full-result arrays travel with their records: as each block arrives, its arrays are
+appended to the array file of the chunk being gathered (in a worker thread), and
+where the chunk is cut its array file goes to the writer with it.
 """
 
 from __future__ import annotations
@@ -25,9 +25,9 @@ from anyio.streams.memory import MemoryObjectReceiveStream
 
 from ..errors import ConfigurationError
 from ._arrays import ArrayFileWriter
-from ._count_records import RecordPart, item_count
 from ._layout import CHUNKS_WRITTEN_AT_ONCE
 from ._progress import Progress
+from ._record_parts import ArrayRecords, RecordPart, item_count
 from ._spec import OutputSection
 from ._store import ResultStore
 
@@ -112,7 +112,7 @@ class Committer:
             self._receiving.cancel()
 
     async def _add(self, records: list[RecordPart], failed: int) -> None:
-        if self._store.has_staged:  # a block with full results: to the chunk's array file
+        if any(isinstance(part, ArrayRecords) for part in records):  # to the array file
             try:
                 records = await anyio.to_thread.run_sync(self._store.append_arrays, records)
             except OSError as exc:  # a full disk, most likely

@@ -1,46 +1,39 @@
 """Running one block of items on a resident-graph session, and its records.
 
-A block of traversal items is one batched ``bfs_many`` call (so it joins the
-session's dynamic batcher as a unit); a PageRank item is one ``pagerank`` call.
-Counts become records directly; full arrays are staged in the store, and the
-committer writes them to the chunk's array file with their records.
+A block of items of a kind with sources is one ``session.query_many`` call (so it
+joins the session's dynamic batcher as a unit); an item of a kind without sources is
+one ``session.query`` call. The kind summarizes what came back into record columns
+(and full-result arrays): blocks of integer columns alone become columnar records
+directly; the others' records travel with their arrays to the committer, which
+writes the arrays to the chunk's array file.
 """
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 import numpy as np
 
 from ..sessions import ResidentGraphSession
-from ._count_records import CountRecords, RecordPart
 from ._items import ItemBlock
+from ._record_parts import ArrayRecords, ColumnRecords, RecordPart
 from ._records import ItemRecord
 from ._spec import WorkloadSection
-from ._store import ResultStore
 
 
 class BlockResult:
-    """What a block computed: reached counts, levels rows, or PageRank ranks.
+    """What a block computed: its kind's rows (one per item, in order), or the answer of
+    a kind without sources (one item).
 
     Attributes:
-        counts: Reached vertices per item (``"counts"`` readback and ``reach``).
-        rows: Levels per item, ``(items, V)`` (``"levels"`` readback).
-        ranks: The ranks of a PageRank item.
+        result: The array the kind's run returned.
     """
 
-    __slots__ = ("counts", "ranks", "rows")
+    __slots__ = ("result",)
 
-    def __init__(
-        self,
-        *,
-        counts: np.ndarray | None = None,
-        rows: np.ndarray | None = None,
-        ranks: np.ndarray | None = None,
-    ) -> None:
-        self.counts = counts
-        self.rows = rows
-        self.ranks = ranks
+    def __init__(self, result: np.ndarray) -> None:
+        self.result = result
 
 
 #: Runs a block: ``(session, workload, sources) -> BlockResult``. The runner takes
@@ -51,94 +44,76 @@ BlockExecutor = Callable[
 
 
 def reads_counts(workload: WorkloadSection) -> bool:
-    """Whether the workload's items come back as reached counts (no arrays to write)."""
-    return workload.kind == "reach" or (
-        workload.kind != "pagerank" and workload.readback == "counts"
-    )
+    """Whether the workload's items write no arrays (their records are all they keep)."""
+    return not workload.unit.keeps_arrays(workload.params)
 
 
 async def execute_block(
     session: ResidentGraphSession, workload: WorkloadSection, sources: np.ndarray
 ) -> BlockResult:
     """Run a block's items; see :data:`BlockExecutor`."""
-    if workload.kind == "pagerank":
-        ranks = await session.pagerank(workload.damping, workload.tol, workload.max_iter)
-        return BlockResult(ranks=ranks)
-    k = workload.k if workload.kind == "khop" else None
-    if reads_counts(workload):
-        return BlockResult(counts=await session.bfs_many(sources, k=k, readback="counts"))
-    return BlockResult(rows=await session.bfs_many(sources, k=k, readback="levels"))
+    unit, params = workload.unit, workload.params
+    if unit.takes_sources:
+        return BlockResult(await session.query_many(unit, sources, params))
+    return BlockResult(await session.query(unit, None, params))
 
 
-def count_records(
-    block: ItemBlock, workload: WorkloadSection, counts: np.ndarray, attempts: int, run_ms: float
-) -> list[RecordPart]:
-    """Records of a block that read back counts (no files to write), as columns."""
-    return [
-        CountRecords(
-            block.ids,
-            block.sources,
-            counts,
-            workload=block.workload,
-            kind=workload.kind,
-            attempts=attempts,
-            run_ms=run_ms,
-        )
-    ]
-
-
-def array_records(
-    store: ResultStore,
+def block_records(
+    record_type: type[ItemRecord],
     block: ItemBlock,
     workload: WorkloadSection,
     result: BlockResult,
     attempts: int,
     run_ms: float,
 ) -> list[RecordPart]:
-    """Records of a block with full results, each item's array staged in ``store``.
+    """A block's records as the folder's ``record_type``, with each item's full array
+    if its kind keeps one.
 
-    The records name no array yet: the committer writes the staged arrays to the
-    array file of the chunk they join and sets ``array`` then. Call it in a worker
-    thread (it reduces every row of the block).
+    A block whose items keep no array and fill only integer columns becomes columns
+    (:class:`ColumnRecords`); the others are records with their arrays
+    (:class:`ArrayRecords`), which the committer writes to the array file of the chunk
+    they join. Call it in a worker thread when the items keep arrays (it reduces every
+    row of the block).
     """
-    kind, index, size = workload.kind, block.workload, len(block)
-    if result.ranks is not None:
-        ranks = result.ranks
-        top = int(np.argmax(ranks)) if ranks.size else None
-        item = int(block.ids[0])
-        store.stage_array(item, ranks)
+    summary = workload.unit.summarize(workload.params, block.sources, result.result)
+    columns = summary.columns
+    if summary.arrays is None and all(c.dtype.kind in "iu" for c in columns.values()):
         return [
-            ItemRecord(
-                id=item,
-                workload=index,
-                kind=kind,
-                top_vertex=top,
-                top_rank=float(ranks[top]) if top is not None else None,
+            ColumnRecords(
+                record_type,
+                block.ids,
+                block.sources,
+                columns,
+                workload=block.workload,
+                kind=workload.kind,
                 attempts=attempts,
                 run_ms=run_ms,
             )
         ]
-    if result.rows is None:
-        raise ValueError("a block result without rows or ranks has no arrays to write")
-    records: list[RecordPart] = []
-    for item, source, row in zip(
-        block.ids.tolist(), block.sources.tolist(), result.rows, strict=True
-    ):
-        reached = row >= 0
-        # k-hop items keep the vertex ids they reach; BFS items keep every level.
-        saved = np.flatnonzero(reached).astype(np.int32) if kind == "khop" else row
-        store.stage_array(item, saved)
+    has_sources = block.sources.size > 0
+    records = []
+    for i, item in enumerate(block.ids.tolist()):
+        fields: dict[str, Any] = {name: _value(column[i]) for name, column in columns.items()}
         records.append(
-            ItemRecord(
+            record_type(
                 id=item,
-                workload=index,
-                kind=kind,
-                source=source,
-                reached=int(reached.sum()),
-                max_level=int(row.max()) if row.size else -1,
+                workload=block.workload,
+                kind=workload.kind,
+                source=int(block.sources[i]) if has_sources else None,
                 attempts=attempts,
-                batch=size,
+                batch=len(block) if has_sources else 1,
                 run_ms=run_ms,
+                **fields,
             )
         )
-    return records
+    arrays: list[np.ndarray | None] = (
+        list(summary.arrays) if summary.arrays is not None else [None] * len(records)
+    )
+    return [ArrayRecords(records, arrays)]
+
+
+def _value(value: np.generic) -> int | float | None:
+    """A column's value as a record field: a Python int or float (NaN: no value)."""
+    if isinstance(value, np.floating):
+        return None if np.isnan(value) else float(value)
+    return int(value)

@@ -26,9 +26,9 @@ import numpy as np
 
 from ..errors import ConfigurationError
 from ._arrays import open_item_arrays
-from ._columns import FIELDS, arrow_schema, records_table
+from ._columns import arrow_schema, records_table
 from ._reading import committed_chunk_records
-from ._records import ItemRecord
+from ._records import ItemRecord, RecordLayout
 from ._verify import open_output, parquet_modules
 
 #: The formats an export writes, by the file's extension.
@@ -114,9 +114,9 @@ def export_records(
         with contextlib.ExitStack() as cleanup:
             records_temp = cleanup.enter_context(_temp_beside(target))
             if parquet is None:
-                count = _write_csv(source, records_temp)
+                count = _write_csv(source, records_temp, manifest.layout)
             else:
-                count = _write_parquet(source, records_temp, *parquet)
+                count = _write_parquet(source, records_temp, manifest.layout, *parquet)
             arrays = 0
             if arrays_target is not None:
                 arrays_temp = cleanup.enter_context(_temp_beside(arrays_target))
@@ -213,11 +213,11 @@ def _sync_folder(folder: Path) -> None:
         os.close(fd)
 
 
-def _write_csv(run: Path, temp: Path) -> int:
+def _write_csv(run: Path, temp: Path, layout: RecordLayout) -> int:
     count = 0
     with temp.open("w", newline="", encoding="utf-8") as file:
         writer = csv.writer(file)
-        writer.writerow(FIELDS)
+        writer.writerow(layout.fields)
         for records in committed_chunk_records(run):
             writer.writerows(_csv_row(record) for record in records)
             count += len(records)
@@ -236,11 +236,11 @@ def _csv_cell(value: object) -> object:
     return value  # ints as they are; floats as repr, which reads back exactly
 
 
-def _write_parquet(run: Path, temp: Path, pa: Any, pq: Any) -> int:
+def _write_parquet(run: Path, temp: Path, layout: RecordLayout, pa: Any, pq: Any) -> int:
     count = 0
-    with pq.ParquetWriter(str(temp), arrow_schema(pa)) as writer:
+    with pq.ParquetWriter(str(temp), arrow_schema(pa, layout)) as writer:
         for records in committed_chunk_records(run):
-            writer.write_table(records_table(pa, records))
+            writer.write_table(records_table(pa, records, layout))
             count += len(records)
     return count
 

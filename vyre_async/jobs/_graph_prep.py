@@ -21,7 +21,7 @@ import anyio.abc
 from ..algorithms.rmat import MAX_DEVICE_RMAT_KEYS, rmat_on_device
 from ..backends import BackendKind, DeviceSelector, open_backend
 from ..errors import VyreError
-from ..graphs import CsrGraph, RmatParams, rmat, rmat_params
+from ..graphs import CsrGraph, RmatParams, rmat, rmat_params, with_uniform_weights
 from ..logging import get_logger
 from ._graph_cache import load_cached_rmat, save_cached_rmat
 from ._graph_source import load_job_graph
@@ -73,6 +73,8 @@ async def prepare_job_graph(
             graph, origin = await _generate(params, backend, devices)
             if params.scale >= CACHE_MIN_SCALE:
                 background.start_soon(_store, params, graph)
+        if section.weights == "uniform":  # a function of the edges: the cache keeps none
+            graph = await anyio.to_thread.run_sync(with_uniform_weights, graph, params.seed)
     _log.info(
         "graph_ready",
         origin=origin,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import threading
 from pathlib import Path
+from typing import Any
 
 import msgspec
 
@@ -73,7 +74,7 @@ def load_job_graph(spec: JobSpec, job_file: Path) -> CsrGraph:
     if graph.kind == "rmat":
         if graph.scale is None:  # the spec's rules make this unreachable
             raise ConfigurationError(f"{job_file}: $.graph.scale is missing", fix="set scale.")
-        return rmat(graph.scale, graph.edge_factor, graph.seed)
+        return rmat(graph.scale, graph.edge_factor, graph.seed, weights=graph.weights)
     where = graph_path(spec, job_file)
     if where is None:
         raise ConfigurationError(f"{job_file}: $.graph.path is missing", fix="set path.")
@@ -118,7 +119,8 @@ def resolve_sources(spec: JobSpec, job_file: Path) -> JobSpec:
             ids = read_sources_file(
                 path, where, spec.limits.max_sources_per_file, quote=_inside(path, folder)
             )
-            workloads[i] = msgspec.structs.replace(workload, sources=ids.tolist())
+            changed: Any = msgspec.structs.replace(workload, sources=ids.tolist())  # type: ignore[type-var]
+            workloads[i] = changed
     return msgspec.structs.replace(spec, workload=workloads)
 
 

@@ -1,4 +1,4 @@
-"""A job's items: one query per source, or one PageRank run, numbered from 0.
+"""A job's items: one query per source, or one run of a kind without sources, from 0.
 
 Workloads are numbered in file order and their items follow each other: workload 0
 holds ids ``0 .. n0-1``, workload 1 the next ``n1``, and so on. Sources are made
@@ -14,14 +14,14 @@ from collections.abc import Iterator, Mapping
 import numpy as np
 import numpy.typing as npt
 
-from ..errors import ConfigurationError
+from ..errors import ConfigurationError, ValidationError
 from ..graphs import CsrGraph
 from ._spec import JobSpec, RandomSources, WorkloadSection
 
 #: Random sources drawn per generator call. Part of the sources' definition (it
 #: orders the draws), so keep it fixed.
 SOURCE_CHUNK = 1 << 16
-#: Host bytes of full-levels rows one block may bring back.
+#: Host bytes of rows (full levels, say) one block may bring back.
 LEVELS_BLOCK_BYTES = 256 << 20
 
 Ids = npt.NDArray[np.int64]
@@ -33,7 +33,7 @@ class ItemBlock:
     Attributes:
         workload: Index of the workload in the job file.
         ids: Item ids (int64), ascending.
-        sources: Source vertex per item (int64); empty for PageRank.
+        sources: Source vertex per item (int64); empty for a kind without sources.
     """
 
     __slots__ = ("ids", "sources", "workload")
@@ -57,7 +57,7 @@ class ItemBlock:
 
 
 def workload_items(workload: WorkloadSection) -> int:
-    """Items of one workload: its sources, or one PageRank run."""
+    """Items of one workload: its sources, or one run of a kind without sources."""
     if workload.sources is None:
         return 1
     if isinstance(workload.sources, RandomSources):
@@ -71,12 +71,12 @@ def total_items(spec: JobSpec) -> int:
 
 
 def block_size(workload: WorkloadSection, max_batch: int, num_vertices: int) -> int:
-    """Items per block: a batch's worth, fewer when full levels come back."""
-    if workload.kind == "pagerank":
+    """Items per block: a batch's worth, fewer when large rows (full levels) come back."""
+    unit = workload.unit
+    if not unit.takes_sources:
         return 1
-    if workload.readback == "levels":
-        return max(1, min(max_batch, LEVELS_BLOCK_BYTES // max(1, 4 * num_vertices)))
-    return max_batch
+    row = unit.row_bytes(workload.params, num_vertices)
+    return max(1, min(max_batch, LEVELS_BLOCK_BYTES // max(1, row)))
 
 
 def sources_out_degree(spec: JobSpec, graph: CsrGraph) -> Ids | None:
@@ -146,6 +146,34 @@ def check_sources(
                 f"of range for a graph of {num_vertices} vertices",
                 fix=f"list vertex ids in [0, {num_vertices - 1}].",
             )
+
+
+def check_workloads(
+    spec: JobSpec, job_file: str, *, num_vertices: int | None, weighted: bool | None
+) -> None:
+    """Refuse a workload its kind cannot run on the job's graph (or with its parameters).
+
+    Args:
+        spec: The job.
+        job_file: The file, for the messages.
+        num_vertices: Vertices of its graph (``None``: not known yet).
+        weighted: Whether the graph has edge weights (``None``: not known yet).
+
+    Raises:
+        ConfigurationError: Naming the file, the workload and the kind's fix.
+    """
+    for i, workload in enumerate(spec.workload):
+        where = f"{job_file}: $.workload[{i}]"
+        unit, params = workload.unit, workload.params
+        if weighted is not None:
+            problem = unit.graph_problem(params, weighted=weighted)
+            if problem is not None:
+                raise ConfigurationError(f"{where}: {problem}", fix=unit.graph_fix)
+        if num_vertices is not None:
+            try:
+                unit.check_params(params, num_vertices)
+            except ValidationError as exc:
+                raise ConfigurationError(f"{where}: {exc.what}", fix=exc.fix) from None
 
 
 def iter_blocks(

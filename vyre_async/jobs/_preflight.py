@@ -37,7 +37,7 @@ from ..cuda import call, load_driver
 from ..errors import ConfigurationError, ValidationError, VyreError
 from ..graphs import read_graph_header
 from ._columns import optional
-from ._items import check_sources, total_items
+from ._items import check_sources, check_workloads, total_items
 from ._spec import JobSpec
 from ._store import output_folder
 
@@ -146,6 +146,9 @@ def check_job(
     )
     if vertices is not None:
         check_sources(spec, vertices, str(file))
+    # An R-MAT graph's weights are known now; a file's once it is loaded.
+    weighted = spec.graph.weights is not None if spec.graph.kind == "rmat" else None
+    check_workloads(spec, str(file), num_vertices=vertices, weighted=weighted)
     return JobCheck(folder, vertices, items, need)
 
 

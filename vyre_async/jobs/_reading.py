@@ -24,7 +24,7 @@ from ._columns import (
     to_pandas,
 )
 from ._layout import CHUNKS_DIR
-from ._records import ChunkEntry, ItemRecord
+from ._records import ItemRecord, Manifest
 from ._verify import chunk_records, damaged, open_output, read_chunk
 
 if TYPE_CHECKING:
@@ -103,42 +103,43 @@ def committed_chunk_records(folder: Path) -> Generator[list[ItemRecord], None, N
     Raises:
         ConfigurationError: As :func:`read_records`, as the iterator is consumed.
     """
-    with _committed_chunks(folder) as (chunks, entries):
-        for entry in entries:
-            yield chunk_records(folder, chunks, entry)
+    with _committed_chunks(folder) as (chunks, manifest):
+        for entry in manifest.chunks:
+            yield chunk_records(folder, chunks, entry, manifest.layout)
 
 
 def _table(folder: Path, pa: Any) -> Any:
     tables = []
-    with _committed_chunks(folder) as (chunks, entries):
-        for entry in entries:
+    with _committed_chunks(folder) as (chunks, manifest):
+        layout = manifest.layout
+        for entry in manifest.chunks:
             data = read_chunk(folder, chunks, entry)
             try:
                 if entry.name.endswith(".parquet"):
                     pq = optional("pyarrow.parquet", "reading Parquet chunks", ConfigurationError)
-                    tables.append(parquet_table(pa, pq, data))
+                    tables.append(parquet_table(pa, pq, data, layout))
                 else:
-                    tables.append(json_lines_table(pa, data))
+                    tables.append(json_lines_table(pa, data, layout))
             except ValueError as exc:
                 raise damaged(
                     folder, chunks.path / entry.name, f"does not hold valid records ({exc})"
                 ) from None
     if not tables:
-        return records_table(pa, [])
+        return records_table(pa, [], layout)
     return pa.concat_tables(tables)
 
 
 @contextlib.contextmanager
-def _committed_chunks(folder: Path) -> Iterator[tuple[Folder, tuple[ChunkEntry, ...]]]:
-    """The ``chunks/`` folder and the committed chunks' entries (none: the folder itself)."""
+def _committed_chunks(folder: Path) -> Iterator[tuple[Folder, Manifest]]:
+    """The ``chunks/`` folder (none committed: the folder itself) and the manifest."""
     root, manifest = open_output(folder)
     with contextlib.closing(root):
         if not manifest.chunks:
-            yield root, ()
+            yield root, manifest
             return
         try:
             chunks = root.subfolder(CHUNKS_DIR, create=False)
         except OSError as exc:
             raise damaged(folder, folder / CHUNKS_DIR, f"cannot be read ({exc})") from None
         with contextlib.closing(chunks):
-            yield chunks, manifest.chunks
+            yield chunks, manifest

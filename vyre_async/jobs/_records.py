@@ -1,25 +1,29 @@
 """What a job writes: one record per item, and the manifest that commits chunks.
 
 Records are JSON lines encoded by msgspec, or Parquet (``[output] format``); every
-record carries every field (``null`` where it does not apply), so each chunk has
-the same columns. Full arrays (levels, vertex ids, ranks) of a chunk's items go to
-one ``.npz`` file per chunk that their records name. A chunk file of records counts
-only once the manifest lists it, and the manifest is replaced atomically, so a
-reader (or a resumed run) never sees half of a chunk or a record twice.
+record carries every field of the folder's :class:`RecordLayout` (``null`` where it
+does not apply), so each chunk has the same columns. Full arrays (levels, vertex
+ids, ranks) of a chunk's items go to one ``.npz`` file per chunk that their records
+name. A chunk file of records counts only once the manifest lists it, and the
+manifest is replaced atomically, so a reader (or a resumed run) never sees half of a
+chunk or a record twice.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+import functools
+from collections.abc import Iterable
+from typing import Any, Literal
 
 import msgspec
 
+from ..algorithms import lookup
 from ._layout import ChunkFormat
 
 #: Version of the manifest and record layout (2: checksums, writer tokens; 3: every
 #: record field written, Parquet chunks, one array file per chunk; 4: the chunks being
 #: written named in the manifest, the graph file's content in the fingerprint, an
-#: optional keyed MAC).
+#: optional keyed MAC, the records' kinds and columns in the manifest).
 FORMAT_VERSION = 4
 #: Formats whose folders are read (records, arrays, ``vyre-async verify``); only
 #: :data:`FORMAT_VERSION` folders are resumed.
@@ -27,10 +31,13 @@ READABLE_FORMATS = (3, 4)
 
 
 class ItemRecord(msgspec.Struct, frozen=True, forbid_unknown_fields=True, gc=False):
-    """The outcome of one item.
+    """The outcome of one item: the fields every record has.
 
-    Every field is written, those that do not apply as ``null``: a chunk read by
-    pandas or pyarrow has every column, whatever its items were.
+    A folder's records also carry its kinds' result columns (``reached``,
+    ``top_rank``...; see :class:`RecordLayout`): they are instances of the folder's
+    :meth:`RecordLayout.record_type`, a subclass of this one. Every field is written,
+    those that do not apply as ``null``: a chunk read by pandas or pyarrow has every
+    column, whatever its items were.
 
     Not tracked by the garbage collector (``gc=False``): it holds only scalars and
     strings, so it can be in no reference cycle, and a job makes millions of them.
@@ -38,13 +45,9 @@ class ItemRecord(msgspec.Struct, frozen=True, forbid_unknown_fields=True, gc=Fal
     Attributes:
         id: Item id (see :mod:`vyre_async.jobs` for the numbering).
         workload: Index of its workload in the job file.
-        kind: ``"bfs"``, ``"khop"``, ``"reach"`` or ``"pagerank"``.
-        source: Source vertex (``None`` for PageRank).
+        kind: The workload's kind (a registered query kind's name).
+        source: Source vertex (``None`` for a kind without sources).
         ok: Whether it succeeded; a failed item has ``error`` and ``error_code``.
-        reached: Vertices reached (within ``k`` hops for ``khop``), source included.
-        max_level: Largest level reached (``"levels"`` readback of ``bfs``/``khop``).
-        top_vertex: Vertex of the largest rank (PageRank).
-        top_rank: The largest rank (PageRank).
         array: The ``.npz`` file holding the full result, relative to the output
             folder: one file per chunk, its member ``"<id>"`` is this item's array
             (see :func:`read_item_array`).
@@ -58,19 +61,87 @@ class ItemRecord(msgspec.Struct, frozen=True, forbid_unknown_fields=True, gc=Fal
 
     id: int
     workload: int
-    kind: Literal["bfs", "khop", "reach", "pagerank"]
+    kind: str
     source: int | None = None
     ok: bool = True
-    reached: int | None = None
-    max_level: int | None = None
-    top_vertex: int | None = None
-    top_rank: float | None = None
     array: str | None = None
     error: str | None = None
     error_code: int | None = None
     attempts: int = 1
     batch: int = 1
     run_ms: float = 0.0
+
+
+#: A result column: its name and type (``"int"`` or ``"float"``), as kinds declare them.
+Column = tuple[str, Literal["int", "float"]]
+
+
+class RecordLayout(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """What a folder's records hold besides :class:`ItemRecord`'s fields.
+
+    Made from the job's kinds (:func:`record_layout`) and kept in the manifest, so a
+    folder is read with the columns it was written with, whatever kinds this
+    vyre-async knows.
+
+    Attributes:
+        kinds: The kinds its records may name (empty: any name, as format 3 wrote).
+        columns: The kinds' result columns, in order (first kind first).
+    """
+
+    kinds: tuple[str, ...]
+    columns: tuple[Column, ...]
+
+    @property
+    def record_type(self) -> type[ItemRecord]:
+        """The record struct of this layout (a subclass of :class:`ItemRecord`)."""
+        return _record_type(self.kinds, self.columns)
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        """Every field of its records, in order: the columns of its tables."""
+        return self.record_type.__struct_fields__
+
+
+@functools.cache
+def _record_type(kinds: tuple[str, ...], columns: tuple[Column, ...]) -> type[ItemRecord]:
+    types = {"int": int | None, "float": float | None}
+    fields: list[tuple[str, Any] | tuple[str, Any, Any]] = [
+        (name, types[kind], None) for name, kind in columns
+    ]
+    if kinds:
+        fields.insert(0, ("kind", Literal[kinds]))
+    made: Any = msgspec.defstruct(
+        "ItemRecord",
+        fields,
+        bases=(ItemRecord,),
+        module=__name__,
+        frozen=True,
+        forbid_unknown_fields=True,
+        gc=False,
+    )
+    record_type: type[ItemRecord] = made
+    return record_type
+
+
+def record_layout(kinds: Iterable[str]) -> RecordLayout:
+    """The layout of a job whose workloads are of ``kinds``: their columns, deduplicated.
+
+    Raises:
+        ValidationError: A kind is not registered.
+    """
+    names = tuple(dict.fromkeys(kinds))
+    columns: dict[str, Column] = {}
+    for name in names:
+        for column in lookup(name).record_fields:
+            columns.setdefault(column[0], column)
+    return RecordLayout(names, tuple(columns.values()))
+
+
+#: What format 3 folders' records held (any kind name; the four result columns).
+FORMAT_3_LAYOUT = RecordLayout(
+    (),
+    (("reached", "int"), ("max_level", "int"), ("top_vertex", "int"), ("top_rank", "float")),
+)
 
 
 class FileEntry(msgspec.Struct, frozen=True, forbid_unknown_fields=True, array_like=True):
@@ -133,6 +204,8 @@ class Manifest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         chunk_format: ``"jsonl"`` or ``"parquet"``: how every chunk of the folder is written.
         chunks: Committed chunk files, in commit order.
         complete: Every item committed: the listed chunks are the job's result set.
+        records: The records' kinds and result columns (``None`` in format 3 folders,
+            read as :data:`FORMAT_3_LAYOUT`).
         writing: The chunk files the writer may have written and not listed yet
             (the next ones after ``chunks``, named with its token; none once the job
             is complete): a resume removes these, with their array files, as the
@@ -149,8 +222,14 @@ class Manifest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     chunk_format: ChunkFormat
     chunks: tuple[ChunkEntry, ...] = ()
     complete: bool = False
+    records: RecordLayout | None = None
     writing: tuple[str, ...] = ()
     mac: ManifestMac | None = None
+
+    @property
+    def layout(self) -> RecordLayout:
+        """The records' layout (format 3's for a folder that names none)."""
+        return self.records if self.records is not None else FORMAT_3_LAYOUT
 
     @property
     def committed(self) -> int:

@@ -59,6 +59,7 @@ from ._graph_source import job_fingerprint, resolve_sources
 from ._items import (
     ItemBlock,
     check_sources,
+    check_workloads,
     iter_blocks,
     listed_source_arrays,
     sources_out_degree,
@@ -69,7 +70,7 @@ from ._manifest_key import ManifestKey
 from ._metrics import JobMetrics, job_families, refresh_periodically
 from ._preflight import backend_unavailable_reason, check_job
 from ._progress import Progress
-from ._records import Manifest
+from ._records import Manifest, record_layout
 from ._signals import exit_code, exiting_at_once_on_signals, next_signal, noting_signals
 from ._spec import JobSpec
 from ._store import LOG_FILE, ResultStore
@@ -234,6 +235,7 @@ class JobRunner(Lifecycle):
                 fingerprint=fingerprint,
                 total_items=self._total,
                 resume=self._resume,
+                layout=record_layout(w.kind for w in spec.workload),
                 chunk_format=spec.output.format,
                 manifest_key=self._manifest_key,
             )
@@ -308,6 +310,12 @@ class JobRunner(Lifecycle):
             listed = await anyio.to_thread.run_sync(listed_source_arrays, spec)
             await anyio.to_thread.run_sync(
                 check_sources, spec, graph.num_vertices, str(self._job_file), out_degree, listed
+            )
+            check_workloads(
+                spec,
+                str(self._job_file),
+                num_vertices=graph.num_vertices,
+                weighted=graph.weights is not None,
             )
             progress = Progress(
                 self._total,

@@ -17,7 +17,6 @@ from pathlib import Path
 
 import msgspec
 
-from ._columns import FIELDS
 from ._layout import SUMMARY_FILE
 from ._reading import committed_chunk_records
 from ._records import ItemRecord, Manifest
@@ -27,19 +26,7 @@ from ._verify import open_output
 SHOW_LIMIT = 20
 #: Characters a text cell (an error message, an array path) is cut to.
 CELL_WIDTH = 48
-_NUMBERS = {
-    "id",
-    "workload",
-    "source",
-    "reached",
-    "max_level",
-    "top_vertex",
-    "top_rank",
-    "error_code",
-    "attempts",
-    "batch",
-    "run_ms",
-}
+_TEXTS = {"kind", "ok", "array", "error"}
 #: Columns shown even when every row shown leaves them null.
 _ALWAYS = ("id", "kind", "ok")
 
@@ -105,7 +92,7 @@ def describe_run(folder: str | os.PathLike[str], *, limit: int = SHOW_LIMIT) -> 
     else:
         more = "" if len(shown) == manifest.committed else " (--limit N shows more)"
         lines.append(f"records 1-{len(shown)} of {manifest.committed:,}, in commit order{more}:")
-        lines.extend(_table(shown))
+        lines.extend(_table(shown, manifest.layout.fields))
     return "\n".join(lines) + "\n"
 
 
@@ -144,11 +131,11 @@ def _last_run(summary: bytes | None) -> _LastRun | None:
         return None
 
 
-def _table(records: Sequence[ItemRecord]) -> list[str]:
+def _table(records: Sequence[ItemRecord], fields: Sequence[str]) -> list[str]:
     rows = [msgspec.structs.astuple(record) for record in records]
     columns = [
         (i, name)
-        for i, name in enumerate(FIELDS)
+        for i, name in enumerate(fields)
         if name in _ALWAYS or any(row[i] is not None for row in rows)
     ]
     cells = [[_cell(row[i]) for i, _ in columns] for row in rows]
@@ -157,7 +144,7 @@ def _table(records: Sequence[ItemRecord]) -> list[str]:
 
     def line(texts: Sequence[str]) -> str:
         parts = [
-            text.rjust(width) if name in _NUMBERS else text.ljust(width)
+            text.ljust(width) if name in _TEXTS else text.rjust(width)
             for text, width, (_, name) in zip(texts, widths, columns, strict=True)
         ]
         return "  ".join(parts).rstrip()

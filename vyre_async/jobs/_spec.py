@@ -11,10 +11,11 @@ the field it is about (``.path: ...``; the loader puts the section's path in fro
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol, Union
 
 import msgspec
 
+from ..algorithms import Params, QueryKind, lookup, query_kinds
 from ..sessions import BatchingConfig
 
 Positive = Annotated[int, msgspec.Meta(ge=1)]
@@ -91,7 +92,9 @@ class GraphSection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     ``table`` (a Parquet, Feather/Arrow IPC or CSV edge table, by suffix; needs
     pyarrow) whose integer id columns ``src_column`` and ``dst_column`` (and optional
     ``weight_column``) are read; the three column fields are for ``table`` only.
-    ``symmetric`` adds every edge reversed.
+    ``symmetric`` adds every edge reversed. ``weights = "uniform"`` gives an R-MAT
+    graph seeded float32 weights in (0, 1] (see ``graphs.with_uniform_weights``); file
+    graphs carry the weights their files hold.
     """
 
     kind: Literal["rmat", "edges", "mtx", "npz", "scipy_npz", "table"]
@@ -103,6 +106,7 @@ class GraphSection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     src_column: Annotated[str, msgspec.Meta(min_length=1)] = "src"
     dst_column: Annotated[str, msgspec.Meta(min_length=1)] = "dst"
     weight_column: Annotated[str, msgspec.Meta(min_length=1)] | None = None
+    weights: Literal["uniform"] | None = None
 
     def __post_init__(self) -> None:
         """Check the rules across the fields (each broken one on a line of the error)."""
@@ -117,6 +121,8 @@ class GraphSection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
                     problems.append(f".{name}: only kind 'table' reads columns")
             if self.weight_column is not None:
                 problems.append(".weight_column: only kind 'table' reads columns")
+        if self.kind != "rmat" and self.weights is not None:
+            problems.append(".weights: only kind 'rmat' draws weights; a file's graph has its own")
         problems += _nul_in_path("path", self.path)
         _broken_rules(problems)
 
@@ -134,36 +140,100 @@ class RandomSources(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     min_out_degree: NonNegative = 0
 
 
-class WorkloadSection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """``[[workload]]``: one kind of analysis over a set of sources.
+#: A workload's sources: listed vertex ids, random ones, or a file of them.
+Sources = list[VertexId] | RandomSources | FilePath
 
-    ``k`` is required for ``khop`` and refused otherwise; ``pagerank`` takes no
-    sources (it is one item), the traversal kinds require them. ``sources`` is a list
-    of vertex ids, ``{ random = N, seed = S }``, or the path (relative to the job
-    file) of a ``.npy`` file holding a 1-D integer array or of a text file of
-    integers separated by whitespace, ``#`` starting a comment; ``load_job`` reads
-    such a file and the spec it returns holds the list.
+
+class WorkloadSection(Protocol):
+    """``[[workload]]``: one kind of query over a set of sources (or the whole graph).
+
+    ``kind`` names a registered query kind (:func:`vyre_async.algorithms.kind_names`);
+    the other fields are the kind's parameters (its ``params`` struct: ``readback``
+    for ``bfs``, ``k`` for ``khop``, ``damping`` for ``pagerank``...) and, for a kind
+    whose queries have a source, ``sources``: a list of vertex ids, ``{ random = N,
+    seed = S }``, or the path (relative to the job file) of a ``.npy`` file holding a
+    1-D integer array or of a text file of integers separated by whitespace, ``#``
+    starting a comment; ``load_job`` reads such a file and the spec it returns holds
+    the list. A kind without sources (``pagerank``) is one item and takes none.
+
+    Each kind's workload is its own struct (:func:`workload_type`), decoded by
+    ``kind``; this protocol is what every one of them offers.
     """
 
-    kind: Literal["bfs", "khop", "reach", "pagerank"]
-    sources: list[VertexId] | RandomSources | FilePath | None = None
-    readback: Literal["levels", "counts"] = "counts"
-    k: VertexId | None = None
-    damping: Annotated[float, msgspec.Meta(gt=0.0, lt=1.0)] = 0.85
-    tol: Annotated[float, msgspec.Meta(gt=0.0, le=1.0)] = 1e-6
-    max_iter: Annotated[int, msgspec.Meta(ge=1, le=1_000_000)] = 100
+    @property
+    def kind(self) -> str:
+        """The kind's name."""
+        ...
 
-    def __post_init__(self) -> None:
+    @property
+    def sources(self) -> Sources | None:
+        """The workload's sources (``None`` for a kind without them)."""
+        ...
+
+    @property
+    def unit(self) -> QueryKind[Any]:
+        """The registered kind."""
+        ...
+
+    @property
+    def params(self) -> Params:
+        """The kind's parameters, without ``sources``."""
+        ...
+
+
+def _workload_struct(unit: QueryKind[Any]) -> type[msgspec.Struct]:
+    """The ``[[workload]]`` struct of one kind: its parameters plus ``sources``."""
+    names = tuple(unit.params.__struct_fields__)
+
+    def params(self: Any) -> Params:
+        return unit.params(**{name: getattr(self, name) for name in names})
+
+    def rules(self: Any) -> None:
         """Check the rules across the fields (each broken one on a line of the error)."""
         problems: list[str] = []
-        if (self.kind == "khop") != (self.k is not None):
-            problems.append(".k: set k for 'khop' workloads and only for them")
-        if self.kind == "pagerank" and self.sources is not None:
-            problems.append(".sources: pagerank takes no sources")
-        if self.kind != "pagerank" and not self.sources:
-            problems.append(f".sources: {self.kind!r} needs at least one source")
+        if not unit.takes_sources and self.sources is not None:
+            problems.append(f".sources: {unit.name} takes no sources")
+        if unit.takes_sources and not self.sources:
+            problems.append(f".sources: {unit.name!r} needs at least one source")
         problems += _nul_in_path("sources", self.sources)
         _broken_rules(problems)
+
+    return msgspec.defstruct(
+        f"{unit.params.__name__.removesuffix('Params')}Workload",
+        [("sources", Sources | None, None)],
+        bases=(unit.params,),
+        tag=unit.name,
+        tag_field="kind",
+        frozen=True,
+        forbid_unknown_fields=True,
+        kw_only=True,
+        namespace={
+            "kind": property(lambda self: unit.name, doc="The kind's name."),
+            "unit": property(lambda self: unit, doc="The registered kind."),
+            "params": property(params, doc="The kind's parameters, without sources."),
+            "__post_init__": rules,
+        },
+    )
+
+
+_WORKLOADS: dict[str, type[msgspec.Struct]] = {
+    unit.name: _workload_struct(unit) for unit in query_kinds()
+}
+
+
+def workload_type(kind: str) -> type[msgspec.Struct]:
+    """The ``[[workload]]`` struct of a registered kind (make one with its fields)."""
+    try:
+        return _WORKLOADS[kind]
+    except KeyError:
+        lookup(kind)  # raises, naming the kinds there are
+        raise
+
+
+if TYPE_CHECKING:
+    AnyWorkload = WorkloadSection
+else:
+    AnyWorkload = Union[tuple(_WORKLOADS.values())]  # noqa: UP007 (a runtime union)
 
 
 class OutputSection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -243,7 +313,7 @@ class JobSpec(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
     job: JobSection
     graph: GraphSection
-    workload: Annotated[list[WorkloadSection], msgspec.Meta(min_length=1)]
+    workload: Annotated[list[AnyWorkload], msgspec.Meta(min_length=1)]
     output: OutputSection = OutputSection()
     batching: BatchingSection = BatchingSection()
     limits: LimitsSection = LimitsSection()

@@ -19,11 +19,11 @@ Once the manifest says ``complete``, the chunk files it lists are the job's resu
 set, every item exactly once (``cat chunks/*.jsonl``, ``pyarrow.dataset`` over
 ``chunks/``, or :func:`read_records`).
 
-Workers *stage* an item's full result (:meth:`ResultStore.stage_array`); the
-committer appends the staged arrays of each block it receives to the array file of
-the chunk it is gathering (:meth:`ResultStore.append_arrays`), so a chunk's arrays
-are written as they come and held in memory only between a worker and the
-committer. A commit renames the array file in place, fsyncs the arrays folder,
+An item's full result travels with its record (:class:`ArrayRecords`); the
+committer appends the arrays of each block it receives to the array file of the
+chunk it is gathering (:meth:`ResultStore.append_arrays`), so a chunk's arrays are
+written as they come and held in memory only between a worker and the committer.
+A commit renames the array file in place, fsyncs the arrays folder,
 writes the chunk (never over an existing file), then replaces the manifest: a chunk
 or array file the manifest does not list never counts. So ``kill -9`` at any moment
 loses at most the uncommitted work and never duplicates a record.
@@ -67,7 +67,6 @@ from ._claim import (
     unusable,
 )
 from ._columns import parquet_bytes
-from ._count_records import RecordPart, encode_lines, item_ids
 from ._layout import (
     ARRAYS_DIR,
     CHUNKS_DIR,
@@ -82,7 +81,8 @@ from ._layout import (
     writing_names,
 )
 from ._manifest_key import ManifestKey, seal
-from ._records import FORMAT_VERSION, ChunkEntry, FileEntry, ItemRecord, Manifest
+from ._record_parts import ArrayRecords, RecordPart, encode_lines, item_ids, single_records
+from ._records import FORMAT_VERSION, ChunkEntry, FileEntry, ItemRecord, Manifest, RecordLayout
 from ._verify import parquet_modules, read_manifest, verify
 
 __all__ = ["LOG_FILE", "ResultStore", "output_folder"]
@@ -175,9 +175,7 @@ class ResultStore:
         self._lock_fd = lock_fd
         self._manifest = manifest
         self._key = key
-        # Full results of items whose records have not reached the committer yet.
-        self._staged: dict[int, np.ndarray] = {}
-        self._staged_lock = threading.Lock()
+        self._lock = threading.Lock()
         # The array file of the chunk being gathered, and that chunk's number.
         self._open_arrays: ArrayFileWriter | None = None
         self._cuts = len(manifest.chunks)
@@ -191,6 +189,11 @@ class ResultStore:
         """The manifest as last committed."""
         return self._manifest
 
+    @property
+    def record_type(self) -> type[ItemRecord]:
+        """The struct of the folder's records (its kinds' result columns)."""
+        return self._manifest.layout.record_type
+
     @classmethod
     def open(
         cls,
@@ -200,6 +203,7 @@ class ResultStore:
         fingerprint: str,
         total_items: int,
         resume: bool,
+        layout: RecordLayout,
         chunk_format: ChunkFormat = "jsonl",
         manifest_key: ManifestKey | None = None,
     ) -> ResultStore:
@@ -215,6 +219,7 @@ class ResultStore:
             fingerprint: What identifies the job's results (a resume must match).
             total_items: Items of the job.
             resume: Continue the job committed in the folder.
+            layout: The job's record layout (a resume must match).
             chunk_format: ``"jsonl"`` or ``"parquet"`` (which needs pyarrow).
             manifest_key: Seal every manifest written with this key, and check the
                 MAC of the folder's manifest with it (see :mod:`._manifest_key`).
@@ -257,7 +262,15 @@ class ResultStore:
             refuse_a_folder_without_a_job(root, resume)
             lock_fd = take_lock(root)
             store = cls._claim(
-                root, lock_fd, job, fingerprint, total_items, resume, chunk_format, manifest_key
+                root,
+                lock_fd,
+                job,
+                fingerprint,
+                total_items,
+                resume,
+                layout,
+                chunk_format,
+                manifest_key,
             )
         except BaseException as exc:
             if lock_fd >= 0:
@@ -278,6 +291,7 @@ class ResultStore:
         fingerprint: str,
         total_items: int,
         resume: bool,
+        layout: RecordLayout,
         chunk_format: ChunkFormat,
         key: ManifestKey | None,
     ) -> ResultStore:
@@ -286,6 +300,15 @@ class ResultStore:
         old = read_manifest(root) if MANIFEST_FILE in kinds else None
         if old is not None and old.chunks:
             check_same_job(root.path, old, fingerprint, total_items, resume, chunk_format, key)
+            if old.layout != layout:
+                raise ConfigurationError(
+                    f"output folder {root.path} holds records of kinds "
+                    f"{list(old.layout.kinds)} with columns {[c for c, _ in old.layout.columns]}"
+                    f"; this job's are {list(layout.kinds)} with "
+                    f"{[c for c, _ in layout.columns]} (a vyre-async of other kinds wrote it)",
+                    fix="finish it with the vyre-async that started it, or start the job "
+                    "again in a new folder with --out DIR.",
+                )
             writer = new_writer(old)
             writing = () if old.complete else writing_names(len(old.chunks), writer, chunk_format)
             manifest = msgspec.structs.replace(old, writer=writer, writing=writing)
@@ -298,6 +321,7 @@ class ResultStore:
                 total_items,
                 writer,
                 chunk_format,
+                records=layout,
                 writing=writing_names(0, writer, chunk_format),
             )
         if old is None:
@@ -366,8 +390,6 @@ class ResultStore:
         """
         if self._arrays.fd >= 0:
             self._discard_open_arrays()
-        with self._staged_lock:
-            self._staged.clear()
         for place in (self._chunks, self._arrays, self._root):
             place.close()
         if self._lock_fd >= 0:
@@ -376,51 +398,36 @@ class ResultStore:
 
     def _discard_open_arrays(self) -> None:
         writer, self._open_arrays = self._open_arrays, None
-        with self._staged_lock:
+        with self._lock:
             unfinished = [*self._cut_arrays, *([writer] if writer is not None else [])]
             self._cut_arrays.clear()
         for each in unfinished:
             each.discard()
 
-    def stage_array(self, item_id: int, array: np.ndarray) -> None:
-        """Keep an item's full result until its record reaches :meth:`append_arrays`.
-
-        Called from worker threads; the array is not copied, so it must not change.
-        """
-        with self._staged_lock:
-            self._staged[int(item_id)] = array
-
-    @property
-    def has_staged(self) -> bool:
-        """Whether any item's array waits for its record (one look, no lock: a hint
-        that spares a counts job's blocks the trip to :meth:`append_arrays`)."""
-        return bool(self._staged)
-
-    def append_arrays(self, records: Sequence[RecordPart]) -> list[RecordPart]:
-        """Write the staged arrays of ``records`` to the array file of the chunk being
-        gathered; return the records, those with an array naming that file (count
-        columns have no arrays and pass through).
+    def append_arrays(self, parts: Sequence[RecordPart]) -> list[RecordPart]:
+        """Write the arrays ``parts`` carry to the array file of the chunk being
+        gathered; return the parts, records with an array naming that file (other
+        parts pass through).
 
         Blocks on file I/O: the committer calls it in a worker thread, for each block
         as it arrives and in arrival order, then :meth:`cut` where a chunk ends.
-        A failed item's record never names an array (one staged by an attempt whose
-        record was lost is dropped).
+        A failed item's record never names an array.
         """
-        with self._staged_lock:
-            staged = [
-                self._staged.pop(r.id, None) if isinstance(r, ItemRecord) else None for r in records
-            ]
         result: list[RecordPart] = []
-        for record, array in zip(records, staged, strict=True):
-            if array is None or not isinstance(record, ItemRecord) or not record.ok:
-                result.append(record)
+        for part in parts:
+            if not isinstance(part, ArrayRecords):
+                result.append(part)
                 continue
-            writer = self._open_arrays
-            if writer is None:
-                writer = ArrayFileWriter(self._arrays, self._cuts, self._manifest.writer)
-                self._open_arrays = writer
-            writer.add(record.id, array)
-            result.append(msgspec.structs.replace(record, array=writer.path))
+            for record, array in zip(part.records, part.arrays, strict=True):
+                if array is None or not record.ok:
+                    result.append(record)
+                    continue
+                writer = self._open_arrays
+                if writer is None:
+                    writer = ArrayFileWriter(self._arrays, self._cuts, self._manifest.writer)
+                    self._open_arrays = writer
+                writer.add(record.id, array)
+                result.append(msgspec.structs.replace(record, array=writer.path))
         return result
 
     def cut(self) -> ArrayFileWriter | None:
@@ -429,7 +436,7 @@ class ResultStore:
         writer, self._open_arrays = self._open_arrays, None
         self._cuts += 1
         if writer is not None:
-            with self._staged_lock:
+            with self._lock:
                 self._cut_arrays.add(writer)
         return writer
 
@@ -482,10 +489,10 @@ class ResultStore:
         """
         manifest = self._manifest
         if arrays is not None:
-            with self._staged_lock:
+            with self._lock:
                 self._cut_arrays.discard(arrays)
         try:
-            with self._staged_lock:
+            with self._lock:
                 ids = _check_chunk(records, (self.committed, self._writing), arrays, seq)
                 self._writing[ids] = True
         except BaseException:
@@ -504,7 +511,9 @@ class ResultStore:
             name = chunk_name(seq, manifest.writer, manifest.chunk_format)
             lines = encode_lines(records)
             if manifest.chunk_format == "parquet":
-                data: bytes | Callable[[BinaryIO], None] = parquet_bytes(b"".join(lines))
+                data: bytes | Callable[[BinaryIO], None] = parquet_bytes(
+                    b"".join(lines), manifest.layout
+                )
             else:
 
                 def data(file: BinaryIO) -> None:
@@ -516,7 +525,7 @@ class ResultStore:
             self._stop_writing(ids)
             raise
         if failed is None:
-            failed = sum(isinstance(r, ItemRecord) and not r.ok for r in records)
+            failed = sum(not r.ok for r in single_records(records))
         return WrittenChunk(seq, ids, ChunkEntry(name, ids.size, failed, size, sha256, files))
 
     def list_chunk(self, written: WrittenChunk) -> ChunkEntry:
@@ -538,7 +547,7 @@ class ResultStore:
         return written.entry
 
     def _stop_writing(self, ids: npt.NDArray[np.int64]) -> None:
-        with self._staged_lock:
+        with self._lock:
             self._writing[ids] = False
 
     def finish(self) -> None:
@@ -585,7 +594,9 @@ def _check_chunk(
         or np.unique(ids).size != ids.size
     ):
         raise ValueError("a chunk repeats an item, or one committed already")
-    named = {r.array for r in records if isinstance(r, ItemRecord) and r.array is not None}
+    if any(isinstance(r, ArrayRecords) for r in records):
+        raise ValueError("a chunk's arrays must be appended (append_arrays) before it is written")
+    named = {r.array for r in single_records(records) if r.array is not None}
     if named != ({arrays.path} if arrays is not None else set()) or (
         arrays is not None and arrays.seq != seq
     ):

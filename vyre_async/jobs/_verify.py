@@ -9,6 +9,7 @@ killed while checking leaves the folder as it was.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import zipfile
 from collections.abc import Iterator
@@ -30,9 +31,14 @@ from ._layout import (
     array_name,
     writing_names,
 )
-from ._records import READABLE_FORMATS, ChunkEntry, FileEntry, ItemRecord, Manifest
-
-record_decoder = msgspec.json.Decoder(ItemRecord)
+from ._records import (
+    READABLE_FORMATS,
+    ChunkEntry,
+    FileEntry,
+    ItemRecord,
+    Manifest,
+    RecordLayout,
+)
 
 
 class _Format(msgspec.Struct):
@@ -195,9 +201,11 @@ def parquet_modules(needed_for: str) -> tuple[Any, Any]:
     )
 
 
-def chunk_records(folder: Path, chunks: Folder, entry: ChunkEntry) -> list[ItemRecord]:
-    """The records of a committed chunk, checked against its checksum (JSON lines or
-    Parquet, by its name).
+def chunk_records(
+    folder: Path, chunks: Folder, entry: ChunkEntry, layout: RecordLayout
+) -> list[ItemRecord]:
+    """The records of a committed chunk of ``layout``, checked against its checksum
+    (JSON lines or Parquet, by its name).
 
     Raises:
         ConfigurationError: It is missing, differs from its checksum or holds no
@@ -208,10 +216,15 @@ def chunk_records(folder: Path, chunks: Folder, entry: ChunkEntry) -> list[ItemR
     try:
         if entry.name.endswith(".parquet"):
             pa, pq = parquet_modules(f"reading the Parquet chunk {path}")
-            return table_records(pa, parquet_table(pa, pq, data))
-        return record_decoder.decode_lines(data)
+            return table_records(pa, parquet_table(pa, pq, data, layout), layout)
+        return _decoder(layout.record_type).decode_lines(data)
     except (msgspec.DecodeError, msgspec.ValidationError, ValueError) as exc:
         raise damaged(folder, path, f"does not hold valid records ({exc})") from None
+
+
+@functools.cache
+def _decoder(record_type: type[ItemRecord]) -> msgspec.json.Decoder[ItemRecord]:
+    return msgspec.json.Decoder(record_type)
 
 
 def verify(
@@ -250,7 +263,7 @@ def committed_problems(
     for entry in manifest.chunks:
         path = chunks.path / entry.name
         try:
-            records = chunk_records(folder, chunks, entry)
+            records = chunk_records(folder, chunks, entry, manifest.layout)
         except ConfigurationError as exc:
             yield exc
             continue

@@ -1,50 +1,41 @@
-"""Resident-graph sessions: upload a graph once, run many analyses over it.
+"""Resident-graph sessions: upload a graph once, run many queries over it.
 
 The graph's CSR arrays (and, for a directed graph, its transpose, which bottom-up
 BFS and pull PageRank read) go to each device in one ``upload_group``: one
-allocation, one transfer. Each analysis then runs as resident repeated sequences
-(see :mod:`._analyses`) on one replica of the graph.
+allocation, one transfer. Each query then runs as resident repeated sequences of
+its kind (:mod:`vyre_async.algorithms`) on one replica of the graph.
 
-A session over a device group keeps one replica per device: each analysis (and,
-with batching, each batch) runs on the replica with the least work running, so
-batches spread over devices by queue depth; a replica whose device is lost is
-taken out and its work runs again on the others.
+A session over a device group keeps one replica per device: each query (and, with
+batching, each batch) runs on the replica with the least work running, so batches
+spread over devices by queue depth; a replica whose device is lost is taken out and
+its work runs again on the others.
+
+The session knows no kind: :meth:`ResidentGraphSession.query` and
+:meth:`~ResidentGraphSession.query_many` run any registered kind, and the typed
+methods (``bfs``, ``khop``, ``reach_count``, ``pagerank``, ``bfs_many``, ``sssp``,
+``sssp_many``) are thin calls into their kinds' units.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Self
+from typing import Any, Literal, Self
 
 import anyio
 import numpy as np
 
 from .._lifecycle import AsyncLifecycle, BackgroundTasks, LifecycleState
-from ..algorithms import bfs
-from ..algorithms.pagerank import shares_order
+from ..algorithms import DEFAULT_QUERY_BUDGET, Params, QueryKind, lookup
+from ..algorithms.bfs import BFS, KHOP, REACH, BfsParams, KhopParams, ReachParams, Readback
+from ..algorithms.pagerank import PAGERANK, PagerankParams
+from ..algorithms.sssp import SSSP, SsspParams
 from ..backends import Backend, DeviceGroup, check_out, is_foreign
 from ..batching import DynamicBatcher
 from ..errors import ValidationError
 from ..graphs import CsrGraph
-from ._analyses import (
-    DEFAULT_QUERY_BUDGET,
-    UNLIMITED,
-    TraversalRun,
-    pagerank_on,
-    traverse,
-    traverse_many,
-)
-from ._batched import (
-    BFS_SHAPE,
-    REACH_SHAPE,
-    BatchedQueries,
-    BatchingConfig,
-    reached_vertices,
-    to_device_array,
-)
-from ._planner import Readback, TraversalShape
+from ._batched import BatchedQueries, BatchingConfig, to_device_array
 from ._query_block import QueryBlock
-from ._replica import GraphReplica
+from ._replica import SessionHooks
 from ._replicas import ReplicaSet
 from ._stats import RunCounters, SessionStats
 
@@ -57,9 +48,10 @@ class ResidentGraphSession(BatchedQueries, AsyncLifecycle):
     Made by :func:`vyre_async.resident_graph` (an async context manager); every method
     raises :class:`~vyre_async.errors.LifecycleError` outside it.
 
-    With ``batching``, concurrent ``bfs`` / ``khop`` / ``reach_count`` calls queue
-    into a :class:`DynamicBatcher` and run together as multi-source traversals; a
-    lone call still runs the single-source, direction-optimizing traversal.
+    With ``batching``, concurrent single queries of a kind that runs many at once
+    (``bfs`` / ``khop`` / ``reach_count``) queue into a :class:`DynamicBatcher` and
+    run together as multi-source traversals; a lone call still runs the
+    single-source, direction-optimizing traversal.
 
     Args:
         backend: An open backend, an open device group (one replica of the graph on
@@ -87,14 +79,13 @@ class ResidentGraphSession(BatchedQueries, AsyncLifecycle):
             backends = list(backend)
         else:
             backends = [backend]
-        self._replicas = ReplicaSet(backends)
         self._graph = graph
         self._counters = RunCounters()
+        hooks = SessionHooks(self._counters, self._check_open, self._is_open)
+        self._replicas = ReplicaSet(backends, graph, hooks)
         self._batching = batching
         self._batcher: DynamicBatcher[QueryBlock, Any] | None = None
         self._background = BackgroundTasks(self._noun)
-        self._shares_order: np.ndarray | None = None
-        self._shares_order_lock = anyio.Lock()
 
     # ----------------------------------------------------------------- lifecycle
     @property
@@ -105,7 +96,7 @@ class ResidentGraphSession(BatchedQueries, AsyncLifecycle):
     async def __aenter__(self) -> Self:
         self._enter_open()
         try:
-            await self._replicas.upload(self._graph)
+            await self._replicas.upload()
             if self._batching is not None:
                 await self._start_batcher(self._batching)
         except BaseException:
@@ -156,7 +147,127 @@ class ResidentGraphSession(BatchedQueries, AsyncLifecycle):
         """Replicas still in service (devices not lost)."""
         return self._replicas.live
 
-    # ----------------------------------------------------------------- analyses
+    # ------------------------------------------------------------- any kind
+    async def query(
+        self,
+        kind: str | QueryKind[Any],
+        source: int | None = None,
+        params: Params | None = None,
+        *,
+        out: Any = None,
+        priority: int = 0,
+        queue_timeout: float | None = None,
+    ) -> Any:
+        """One query of any registered kind (see :func:`vyre_async.algorithms.kind_names`).
+
+        The typed methods (:meth:`bfs`, :meth:`pagerank`, ...) are this with their
+        kind and parameters; tools that take the kind by name (jobs, a server) call it.
+
+        Args:
+            kind: The kind, or its name.
+            source: The source vertex; ``None`` for a kind without sources.
+            params: The kind's parameters (``None``: its defaults).
+            out: Where the answer goes, for kinds that write one into an array.
+            priority: With batching, higher priorities join batches first.
+            queue_timeout: With batching, seconds the query may wait in the queue.
+
+        Raises:
+            ValidationError: An unknown kind, a source out of range (or one given to a
+                kind without sources, or missing), or parameters that cannot run.
+        """
+        unit = self._kind(kind)
+        checked = self._params(unit, params)
+        if unit.takes_sources:
+            if source is None:
+                raise ValidationError(
+                    f"a {unit.name!r} query needs a source vertex", fix="pass source=..."
+                )
+            source = self._checked(source)
+        elif source is not None:
+            raise ValidationError(
+                f"a {unit.name!r} query takes no source, got {source!r}",
+                fix="leave source out (None).",
+            )
+        else:
+            self._check_open()
+        if self._batcher is not None and unit.lanes > 1 and source is not None:
+            answer = await self._submit_one(unit, checked, source, priority, queue_timeout)
+            if out is None:
+                return answer
+            if is_foreign(out):  # a device array: batches are unpacked on the host
+                return await self._replicas.run(lambda r: to_device_array(r.backend, answer, out))
+            np.copyto(out.reshape(-1), answer)
+            return out
+        return await self._replicas.run(lambda r: unit.run_one(r, checked, source, out))
+
+    async def query_many(
+        self,
+        kind: str | QueryKind[Any],
+        sources: Sequence[int] | np.ndarray,
+        params: Params | None = None,
+        *,
+        budget_bytes: int | None = None,
+        priority: int = 0,
+        queue_timeout: float | None = None,
+    ) -> np.ndarray:
+        """Many queries of one kind and parameters at once: one row per source, in order.
+
+        With batching, the queries go through the session's batcher in blocks of up
+        to ``max_batch``, sharing runs with concurrent calls; without it they run as
+        passes planned for this call alone.
+
+        Args:
+            kind: The kind (one with sources), or its name.
+            sources: One source per query (duplicates allowed).
+            params: The kind's parameters (``None``: its defaults).
+            budget_bytes: Device bytes the graph plus one pass may use (default: the
+                graph plus :data:`DEFAULT_QUERY_BUDGET`). Without batching only.
+            priority: With batching, as for :meth:`query`.
+            queue_timeout: With batching, as for :meth:`query` (per block).
+
+        Raises:
+            ValidationError: An unknown kind or one without sources, a source out of
+                range, or parameters that cannot run.
+        """
+        self._check_open()
+        unit = self._kind(kind)
+        if not unit.takes_sources:
+            raise ValidationError(
+                f"a {unit.name!r} query takes no sources", fix=f"run it with query({unit.name!r})."
+            )
+        checked = self._params(unit, params)
+        array = self._source_array(sources)
+        if not len(array):
+            return unit.no_rows(checked, self._graph.num_vertices)
+        if self._batcher is not None and unit.lanes > 1:
+            return await self._submit_many(unit, checked, array, priority, queue_timeout)
+        return await self._replicas.run(lambda r: unit.run_many(r, checked, array, budget_bytes))
+
+    def _kind(self, kind: str | QueryKind[Any]) -> QueryKind[Any]:
+        return lookup(kind) if isinstance(kind, str) else kind
+
+    def _params(self, unit: QueryKind[Any], params: Params | None) -> Params:
+        """``params`` (or the kind's defaults) checked against the kind and the graph."""
+        if params is None:
+            try:
+                params = unit.params()
+            except TypeError as exc:
+                raise ValidationError(
+                    f"a {unit.name!r} query has parameters without defaults ({exc})",
+                    fix=f"pass params={unit.params.__name__}(...).",
+                ) from None
+        elif not isinstance(params, unit.params):
+            raise ValidationError(
+                f"a {unit.name!r} query takes {unit.params.__name__}, got {type(params).__name__}",
+                fix=f"pass params={unit.params.__name__}(...).",
+            )
+        unit.check_params(params, self._graph.num_vertices)
+        problem = unit.graph_problem(params, weighted=self._graph.weights is not None)
+        if problem is not None:
+            raise ValidationError(problem, fix=unit.graph_fix)
+        return params
+
+    # ---------------------------------------------------------- typed methods
     async def bfs(
         self,
         source: int,
@@ -188,18 +299,18 @@ class ResidentGraphSession(BatchedQueries, AsyncLifecycle):
         Raises:
             ValidationError: ``source`` is out of range, or ``out`` does not fit.
         """
-        source = self._checked(source)
+        self._check_source(source)
         if out is not None:
             check_out(out, np.dtype(np.int32), self._graph.num_vertices)
-        if self._batcher is not None:
-            levels: np.ndarray = await self._submit_one(BFS_SHAPE, source, priority, queue_timeout)
-            if out is None:
-                return levels
-            if is_foreign(out):  # a device array: batches are unpacked on the host
-                return await self._replicas.run(lambda r: to_device_array(r, levels, out))
-            np.copyto(out.reshape(-1), levels)
-            return out
-        return await self._replicas.run(lambda r: self._levels_on(r, source, UNLIMITED, out))
+        levels: np.ndarray = await self.query(
+            BFS,
+            source,
+            BfsParams(readback="levels"),
+            out=out,
+            priority=priority,
+            queue_timeout=queue_timeout,
+        )
+        return levels
 
     async def khop(
         self, source: int, k: int, *, priority: int = 0, queue_timeout: float | None = None
@@ -210,13 +321,12 @@ class ResidentGraphSession(BatchedQueries, AsyncLifecycle):
         """
         if isinstance(k, bool) or not isinstance(k, int) or k < 0:
             raise ValidationError(f"k must be a non-negative int, got {k!r}", fix="pass k >= 0.")
-        source = self._checked(source)
-        if self._batcher is not None:
-            shape = TraversalShape(kind="khop", k=k)
-            vertices: np.ndarray = await self._submit_one(shape, source, priority, queue_timeout)
-            return vertices
-        levels = await self._replicas.run(lambda r: self._levels_on(r, source, k))
-        return await anyio.to_thread.run_sync(reached_vertices, levels)
+        self._check_source(source)
+        params = KhopParams(k=k, readback="levels")
+        vertices: np.ndarray = await self.query(
+            KHOP, source, params, priority=priority, queue_timeout=queue_timeout
+        )
+        return vertices
 
     async def reach_count(
         self, source: int, *, priority: int = 0, queue_timeout: float | None = None
@@ -225,26 +335,11 @@ class ResidentGraphSession(BatchedQueries, AsyncLifecycle):
 
         ``priority`` and ``queue_timeout`` apply with batching, as for :meth:`bfs`.
         """
-        source = self._checked(source)
-        if self._batcher is not None:
-            return int(await self._submit_one(REACH_SHAPE, source, priority, queue_timeout))
-        return await self._replicas.run(lambda r: self._count_on(r, source))
-
-    async def _levels_on(
-        self, replica: GraphReplica, source: int, max_level: int, out: np.ndarray | None = None
-    ) -> np.ndarray:
-        n = self._graph.num_vertices
-        async with TraversalRun(replica, self._counters, n, self._is_open) as run:
-            await traverse(replica, run, source, max_level, self._check_open)
-            return await replica.backend.read(run.levels, out=out)
-
-    async def _count_on(
-        self, replica: GraphReplica, source: int, max_level: int = UNLIMITED
-    ) -> int:
-        n = self._graph.num_vertices
-        async with TraversalRun(replica, self._counters, n, self._is_open) as run:
-            words = await traverse(replica, run, source, max_level, self._check_open)
-        return int(words[bfs.STATE_REACHED])
+        self._check_source(source)
+        count: int = await self.query(
+            REACH, source, ReachParams(), priority=priority, queue_timeout=queue_timeout
+        )
+        return count
 
     async def pagerank(
         self,
@@ -278,39 +373,9 @@ class ResidentGraphSession(BatchedQueries, AsyncLifecycle):
         self._check_open()
         if out is not None:
             check_out(out, np.dtype(np.float32), self._graph.num_vertices)
-        if not 0.0 < damping < 1.0:
-            raise ValidationError(
-                f"damping must be in (0, 1), got {damping}", fix="pass e.g. damping=0.85."
-            )
-        if not tol > 0:
-            raise ValidationError(f"tol must be positive, got {tol}", fix="pass e.g. tol=1e-6.")
-        if isinstance(max_iter, bool) or not isinstance(max_iter, int) or max_iter < 1:
-            raise ValidationError(
-                f"max_iter must be a positive int, got {max_iter!r}", fix="pass max_iter >= 1."
-            )
-        n, params = self._graph.num_vertices, (damping, tol, max_iter)
-        return await self._replicas.run(
-            lambda r: pagerank_on(
-                r,
-                self._counters,
-                n,
-                params,
-                self._check_open,
-                self._is_open,
-                self._pagerank_order,
-                out,
-            )
-        )
-
-    async def _pagerank_order(self) -> np.ndarray:
-        """The shares order of this graph, worked out once (off the loop) for every replica."""
-        async with self._shares_order_lock:
-            if self._shares_order is None:
-                graph = self._graph
-                self._shares_order = await anyio.to_thread.run_sync(
-                    lambda: shares_order(graph.out_degree())
-                )
-        return self._shares_order
+        params = PagerankParams(damping=damping, tol=tol, max_iter=max_iter)
+        ranks: np.ndarray = await self.query(PAGERANK, None, params, out=out)
+        return ranks
 
     async def bfs_many(
         self,
@@ -348,22 +413,6 @@ class ResidentGraphSession(BatchedQueries, AsyncLifecycle):
             counts; -1 where unreached.
         """
         self._check_open()
-        shape = self._many_shape(k, readback, targets)
-        array = self._source_array(sources)
-        if self._batcher is not None:
-            return await self._submit_many(array, shape, priority, queue_timeout)
-        if not len(array):
-            return self._no_rows(readback, len(shape.targets))
-        n = self._graph.num_vertices
-        rows = await self._replicas.run(
-            lambda r: traverse_many(r, self._counters, n, shape, array, budget_bytes)
-        )
-        return rows[0] if len(rows) == 1 else np.concatenate(rows)
-
-    def _many_shape(
-        self, k: int | None, readback: Readback, targets: Sequence[int]
-    ) -> TraversalShape:
-        """``bfs_many``'s parameters as one traversal shape, checked."""
         if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 0):
             raise ValidationError(
                 f"k must be a non-negative int or None, got {k!r}",
@@ -375,13 +424,82 @@ class ResidentGraphSession(BatchedQueries, AsyncLifecycle):
                 fix="pick one of 'levels', 'counts' and 'targets'.",
             )
         target_ids = tuple(int(t) for t in targets)
-        n = self._graph.num_vertices
-        if readback == "targets" and (not target_ids or not all(0 <= t < n for t in target_ids)):
-            raise ValidationError(
-                f"a 'targets' readback needs targets in [0, {n - 1}], got {list(target_ids)[:5]}",
-                fix="pass the vertices whose levels you want, or readback='levels'.",
-            )
-        return TraversalShape("khop" if k is not None else "bfs", k, readback, target_ids)
+        params: BfsParams = (
+            BfsParams(readback=readback, targets=target_ids)
+            if k is None
+            else KhopParams(k=k, readback=readback, targets=target_ids)
+        )
+        return await self.query_many(
+            BFS if k is None else KHOP,
+            sources,
+            params,
+            budget_bytes=budget_bytes,
+            priority=priority,
+            queue_timeout=queue_timeout,
+        )
+
+    async def sssp(
+        self,
+        source: int,
+        *,
+        max_distance: float | None = None,
+        out: np.ndarray | None = None,
+        priority: int = 0,
+        queue_timeout: float | None = None,
+    ) -> np.ndarray:
+        """Shortest distances from ``source`` over the graph's weights: float32, 0 at the
+        source, +inf where unreachable (or beyond ``max_distance``).
+
+        Near-far delta-stepping on the device; the first query on each device uploads
+        the weights (4 bytes per edge) and a light graph of the edges below the bucket
+        width, kept until the session closes. With batching, concurrent calls share
+        runs (as lanes where the graph's degrees are even, else one after another).
+
+        Args:
+            source: Source vertex.
+            max_distance: Distances beyond it are not followed (``None``: no bound).
+            out: Write the distances into this float32 array of ``num_vertices``
+                elements and return it (as for :meth:`bfs`).
+            priority: With batching, as for :meth:`bfs`.
+            queue_timeout: With batching, as for :meth:`bfs`.
+
+        Raises:
+            ValidationError: ``source`` is out of range, the graph has no weights or a
+                negative one (the edge is named), or ``out`` does not fit.
+        """
+        self._check_source(source)
+        if out is not None:
+            check_out(out, np.dtype(np.float32), self._graph.num_vertices)
+        params = SsspParams(readback="distances", max_distance=max_distance)
+        distances: np.ndarray = await self.query(
+            SSSP, source, params, out=out, priority=priority, queue_timeout=queue_timeout
+        )
+        return distances
+
+    async def sssp_many(
+        self,
+        sources: Sequence[int] | np.ndarray,
+        *,
+        readback: Literal["distances", "counts"] = "distances",
+        max_distance: float | None = None,
+        budget_bytes: int | None = None,
+        priority: int = 0,
+        queue_timeout: float | None = None,
+    ) -> np.ndarray:
+        """Shortest paths from many sources: ``(n, V)`` float32 distances, or ``(n,)``
+        int32 counts of the vertices within ``max_distance`` (the source included).
+
+        Runs as lanes of one traversal (up to 32 sources) where the graph's degrees are
+        even, else one source at a time; see :meth:`sssp` for the rest.
+        """
+        return await self.query_many(
+            SSSP,
+            sources,
+            SsspParams(readback=readback, max_distance=max_distance),
+            budget_bytes=budget_bytes,
+            priority=priority,
+            queue_timeout=queue_timeout,
+        )
 
     def _source_array(self, sources: Sequence[int] | np.ndarray) -> np.ndarray:
         """``sources`` as a fresh int32 array, every vertex checked against the graph."""

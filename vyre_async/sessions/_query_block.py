@@ -1,48 +1,50 @@
 """Query blocks: the unit a resident-graph session's batcher queues and batches.
 
-A single ``bfs`` / ``khop`` / ``reach_count`` call is a block of one query whose
-result is shaped for that call (levels, vertex ids, a count). A batched
-``bfs_many`` call submits its queries as blocks of many: a block occupies one batch
-lane per query, joins a batch as a unit, and gets its rows back as one array, so a
-large call costs a few batcher round trips rather than one per query.
+A single query (``session.bfs(s)``, ``session.reach_count(s)``...) is a block of one
+whose answer is shaped for that call by its kind; a batched many-source call
+(``bfs_many``) submits its queries as blocks of many: a block occupies one batch lane
+per query, joins a batch as a unit, and gets its rows back as one array, so a large
+call costs a few batcher round trips rather than one per query.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
-from ._planner import TraversalShape
+from ..algorithms import Params, QueryKind
 
 
 class QueryBlock:
-    """Queries of one shape that enter a batch together.
+    """Queries of one kind and parameters that enter a batch together.
 
     Args:
-        shape: What every query of the block runs (kind, k, readback, targets).
+        kind: The queries' kind.
+        params: What every query of the block shares.
         sources: int32 source vertices, one query (one batch lane) each, checked
             against the graph by the caller.
-        rows: Return the block's raw rows as one array (``bfs_many``) rather than
-            one shaped result for a lone query.
+        rows: Return the block's raw rows as one array (many-source calls) rather
+            than the kind's answer for a lone query.
     """
 
-    __slots__ = ("rows", "shape", "sources")
+    __slots__ = ("group", "kind", "params", "rows", "sources")
 
-    def __init__(self, shape: TraversalShape, sources: np.ndarray, *, rows: bool) -> None:
-        self.shape = shape
+    def __init__(
+        self, kind: QueryKind[Any], params: Params, sources: np.ndarray, *, rows: bool
+    ) -> None:
+        self.kind = kind
+        self.params = params
         self.sources = sources
         self.rows = rows
+        #: What the block's batch mates must agree on.
+        self.group = (kind, params)
 
     @property
     def lanes(self) -> int:
         """Batch lanes the block occupies: one per query."""
         return len(self.sources)
-
-    @property
-    def group(self) -> TraversalShape:
-        """What the block's batch mates must agree on."""
-        return self.shape
 
 
 def block_lanes(block: QueryBlock) -> int:
@@ -50,7 +52,7 @@ def block_lanes(block: QueryBlock) -> int:
     return block.lanes
 
 
-def block_group(block: QueryBlock) -> TraversalShape:
+def block_group(block: QueryBlock) -> tuple[QueryKind[Any], Params]:
     """The batcher's ``group`` callable."""
     return block.group
 

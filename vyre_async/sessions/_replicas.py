@@ -20,7 +20,7 @@ from ..backends import Backend
 from ..errors import DeviceLostError
 from ..graphs import CsrGraph
 from ..logging import get_logger
-from ._replica import GraphReplica
+from ._replica import GraphReplica, SessionHooks
 
 _log = get_logger("vyre_async.sessions")
 T = TypeVar("T")
@@ -48,12 +48,15 @@ class ReplicaSet:
 
     Args:
         backends: Open backends, at least one.
+        graph: The graph each replica holds.
+        hooks: What the session's replicas share.
     """
 
-    def __init__(self, backends: Sequence[Backend]) -> None:
+    def __init__(self, backends: Sequence[Backend], graph: CsrGraph, hooks: SessionHooks) -> None:
         if not backends:
             raise ValueError("a resident-graph session needs at least one backend")
-        self._replicas = [GraphReplica(b, i) for i, b in enumerate(backends)]
+        self._graph = graph
+        self._replicas = [GraphReplica(b, i, graph, hooks) for i, b in enumerate(backends)]
 
     def __len__(self) -> int:
         return len(self._replicas)
@@ -69,20 +72,20 @@ class ReplicaSet:
         """Replicas still in service (devices not lost)."""
         return sum(r.lost is None for r in self._replicas)
 
-    async def upload(self, graph: CsrGraph) -> None:
+    async def upload(self) -> None:
         """Upload the graph to every device at once (one allocation each).
 
         Raises:
             OutOfMemoryError: A device had no room (that error, not a group of them).
         """
-        arrays = await anyio.to_thread.run_sync(device_arrays, graph)
+        arrays = await anyio.to_thread.run_sync(device_arrays, self._graph)
         if len(self._replicas) == 1:
-            await self._replicas[0].upload(graph, arrays)
+            await self._replicas[0].upload(arrays)
             return
         try:
             async with anyio.create_task_group() as tg:  # every device's copy at once
                 for replica in self._replicas:
-                    tg.start_soon(replica.upload, graph, arrays)
+                    tg.start_soon(replica.upload, arrays)
         except BaseExceptionGroup as group:
             error = sole_vyre_error(group)
             if error is None:

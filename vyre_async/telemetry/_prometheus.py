@@ -159,7 +159,7 @@ _SESSION: _Table = {
         1,
     ),
     "host_syncs": ("session_host_syncs", "counter", "Host synchronisations of all runs.", 1),
-    "levels": ("session_levels", "counter", "BFS levels or PageRank iterations run.", 1),
+    "levels": ("session_levels", "counter", "Levels or iterations the runs ran.", 1),
     "host_syncs_per_run": ("session_host_syncs_per_run", "gauge", "Host syncs per run.", 1),
     "host_syncs_per_level": ("session_host_syncs_per_level", "gauge", "Host syncs per level.", 1),
     "kernel_launches": ("session_kernel_launches", "counter", "Kernel launches of all runs.", 1),

@@ -1,17 +1,29 @@
-"""Level-synchronous, direction-optimizing BFS: four kernels and the code that runs them.
+"""Level-synchronous, direction-optimizing BFS, and the traversal kinds built on it.
 
 A traversal is ``bfs_init`` once, then levels of ``[bfs_top_down, bfs_bottom_up,
 bfs_advance]`` as a resident repeated sequence (:func:`traverse`); everything that
 changes between levels lives in an eight-word ``int32`` state block on the device
 (indexed by the ``STATE_*`` constants). The CUDA C is in this package's ``.cu`` files.
+
+The query kinds ``bfs``, ``khop`` and ``reach`` (:data:`BFS`, :data:`KHOP`,
+:data:`REACH`) run one query with it and many with :mod:`..msbfs`.
 """
 
 from ...kernels import register_builtin as _register_builtin
+from .._registry import register as _register
 from ._kernels import BFS_KERNELS as BFS_KERNELS
 from ._kernels import bfs_advance as bfs_advance
 from ._kernels import bfs_bottom_up as bfs_bottom_up
 from ._kernels import bfs_init as bfs_init
 from ._kernels import bfs_top_down as bfs_top_down
+from ._kinds import BFS as BFS
+from ._kinds import KHOP as KHOP
+from ._kinds import REACH as REACH
+from ._kinds import BfsParams as BfsParams
+from ._kinds import KhopParams as KhopParams
+from ._kinds import ReachParams as ReachParams
+from ._kinds import Readback as Readback
+from ._kinds import reached_vertices as reached_vertices
 from ._run import BfsScratch as BfsScratch
 from ._run import level_steps as level_steps
 from ._run import traverse as traverse
@@ -27,12 +39,20 @@ from ._state import STATE_MAX_LEVEL as STATE_MAX_LEVEL
 from ._state import STATE_REACHED as STATE_REACHED
 
 _register_builtin(*BFS_KERNELS)
+_register(BFS, KHOP, REACH)
 
 __all__ = [
+    "BFS",
     "BFS_KERNELS",
     "BFS_STATE_WORDS",
     "BFS_UNLIMITED",
+    "BfsParams",
     "BfsScratch",
+    "KHOP",
+    "KhopParams",
+    "REACH",
+    "ReachParams",
+    "Readback",
     "STATE_DIRECTION",
     "STATE_DISCOVERED",
     "STATE_DONE",
@@ -46,5 +66,6 @@ __all__ = [
     "bfs_init",
     "bfs_top_down",
     "level_steps",
+    "reached_vertices",
     "traverse",
 ]

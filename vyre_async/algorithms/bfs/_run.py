@@ -34,6 +34,16 @@ class BfsScratch:
         self.first: PreparedSequence | None = None
         self.more: PreparedSequence | None = None
 
+    @property
+    def buffers(self) -> tuple[ResidentBuffer, ResidentBuffer]:
+        """The levels and state buffers."""
+        return (self.levels, self.state)
+
+    @property
+    def nbytes(self) -> int:
+        """Their bytes."""
+        return self.levels.nbytes + self.state.nbytes
+
 
 def level_steps(graph: Mapping[str, ResidentBuffer], scratch: BfsScratch) -> list[SequenceStep]:
     """One direction-optimizing level: top-down, bottom-up, then the switch and advance.

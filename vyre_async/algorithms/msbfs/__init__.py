@@ -38,6 +38,13 @@ from ._layout import STATE_WIDTH as STATE_WIDTH
 from ._layout import STATE_WORDS as STATE_WORDS
 from ._layout import msbfs_hub_min_degree as msbfs_hub_min_degree
 from ._layout import msbfs_words as msbfs_words
+from ._plan import MultiQueryPlan as MultiQueryPlan
+from ._plan import QueryChunk as QueryChunk
+from ._plan import TraversalQuery as TraversalQuery
+from ._plan import TraversalShape as TraversalShape
+from ._plan import chunk_bytes as chunk_bytes
+from ._plan import lane_chunks as lane_chunks
+from ._plan import plan_multi_query as plan_multi_query
 from ._run import MsbfsScratch as MsbfsScratch
 from ._run import MultiSourceTraversal as MultiSourceTraversal
 from ._run import Readback as Readback
@@ -55,7 +62,9 @@ __all__ = [
     "MSBFS_STATE_WORDS",
     "MSBFS_UNLIMITED",
     "MsbfsScratch",
+    "MultiQueryPlan",
     "MultiSourceTraversal",
+    "QueryChunk",
     "Readback",
     "STATE_ACTIVE",
     "STATE_DISCOVERED",
@@ -70,8 +79,12 @@ __all__ = [
     "STATE_WIDTH",
     "STATE_WORDS",
     "ScratchShape",
+    "TraversalQuery",
+    "TraversalShape",
     "allocate_scratch",
+    "chunk_bytes",
     "free_scratch_buffers",
+    "lane_chunks",
     "msbfs_advance",
     "msbfs_count",
     "msbfs_expand",
@@ -83,4 +96,5 @@ __all__ = [
     "msbfs_record_levels",
     "msbfs_record_targets",
     "msbfs_words",
+    "plan_multi_query",
 ]

@@ -3,10 +3,11 @@
 A run is ``pr_init``, then two power iterations per repeat of a resident repeated
 sequence until the L1 change falls below the tolerance (:func:`run_pagerank`), with
 convergence checked on the device (``STATE_*`` index its state block). The CUDA C is
-in this package's ``.cu`` files.
+in this package's ``.cu`` files. :data:`PAGERANK` is the ``pagerank`` query kind.
 """
 
 from ...kernels import register_builtin as _register_builtin
+from .._registry import register as _register
 from ._kernels import PAGERANK_KERNELS as PAGERANK_KERNELS
 from ._kernels import pr_check as pr_check
 from ._kernels import pr_dangling as pr_dangling
@@ -14,6 +15,8 @@ from ._kernels import pr_gather as pr_gather
 from ._kernels import pr_init as pr_init
 from ._kernels import pr_renumber as pr_renumber
 from ._kernels import pr_update as pr_update
+from ._kind import PAGERANK as PAGERANK
+from ._kind import PagerankParams as PagerankParams
 from ._run import PagerankInputs as PagerankInputs
 from ._run import PagerankScratch as PagerankScratch
 from ._run import run_pagerank as run_pagerank
@@ -29,12 +32,15 @@ from ._state import STATE_MAX_ITER as STATE_MAX_ITER
 from ._state import STATE_TOL as STATE_TOL
 
 _register_builtin(*PAGERANK_KERNELS)
+_register(PAGERANK)
 
 __all__ = [
+    "PAGERANK",
     "PAGERANK_KERNELS",
     "PR_MAX_ITER_LIMIT",
     "PR_STATE_WORDS",
     "PagerankInputs",
+    "PagerankParams",
     "PagerankScratch",
     "STATE_DANGLING",
     "STATE_DIFF",

@@ -56,6 +56,16 @@ class PagerankScratch(NamedTuple):
     contrib: ResidentBuffer
     state: ResidentBuffer
 
+    @property
+    def buffers(self) -> tuple[ResidentBuffer, ...]:
+        """All four."""
+        return tuple(self)
+
+    @property
+    def nbytes(self) -> int:
+        """Their bytes."""
+        return sum(buffer.nbytes for buffer in self)
+
 
 def _half(
     graph: Mapping[str, ResidentBuffer],

@@ -4,7 +4,8 @@ Queries are grouped by what must be equal inside one traversal (graph, kind,
 parameters, readback), then each group is cut into chunks that fit the device
 memory budget: the resident graph counts against every chunk, since it stays
 resident while the chunk runs. The plan is deterministic: the same queries in the
-same order give the same chunks.
+same order give the same chunks. :mod:`vyre_async.sessions` re-exports the planner,
+and sessions cut their own multi-source runs with :func:`lane_chunks`.
 """
 
 from __future__ import annotations
@@ -14,13 +15,11 @@ from typing import Annotated, Literal
 
 import msgspec
 
-from ..errors import ValidationError
+from ...errors import ValidationError
+from ._layout import MSBFS_LANES_PER_WORD as LANES_PER_WORD
 
 TraversalKind = Literal["bfs", "khop", "reach"]
 Readback = Literal["levels", "counts", "targets"]
-
-#: Queries one 64-bit word per vertex carries (one bit lane each).
-LANES_PER_WORD = 64
 
 
 class TraversalQuery(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -128,7 +127,7 @@ def _fixed_bytes(num_vertices: int, words: int) -> int:
 
 def lane_chunks(
     count: int,
-    shape: TraversalShape,
+    per_query: int,
     *,
     num_vertices: int,
     graph_bytes: int,
@@ -139,8 +138,8 @@ def lane_chunks(
     """Cut ``count`` queries of one shape into traversals that fit lanes and budget.
 
     Args:
-        count: Queries, all of ``shape``.
-        shape: What they share; it sets each query's readback bytes.
+        count: Queries, all of one shape.
+        per_query: Device bytes of one query's readback buffer.
         num_vertices: Vertices of the graph.
         graph_bytes: Device bytes of the resident graph (counted in every chunk).
         budget_bytes: Device bytes the graph plus one chunk may use.
@@ -154,7 +153,6 @@ def lane_chunks(
     Raises:
         ValidationError: Not even one query fits the budget.
     """
-    per_query = shape.query_bytes(num_vertices)
     room_for_chunks = budget_bytes - graph_bytes
     chunks: list[tuple[int, int, int]] = []
     start = 0
@@ -219,7 +217,7 @@ def plan_multi_query(
     for members in groups.values():
         for start, stop, words in lane_chunks(
             len(members),
-            members[0].shape,
+            members[0].shape.query_bytes(num_vertices),
             num_vertices=num_vertices,
             graph_bytes=graph_bytes,
             budget_bytes=budget_bytes,

@@ -1,0 +1,321 @@
+"""The traversal kinds: ``bfs`` (levels), ``khop`` (within k hops) and ``reach`` (counts).
+
+All three are breadth-first traversals from a source. One query alone runs the
+single-source, direction-optimizing BFS of this package; many queries (a batch of
+concurrent callers, ``bfs_many``, a job's block) run as multi-source traversals
+(:mod:`..msbfs`), up to 1,024 sources per pass, cut into passes that fit the device
+memory budget.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from functools import partial
+from typing import Annotated, Any, ClassVar, Literal
+
+import anyio
+import msgspec
+import numpy as np
+
+from ...errors import ValidationError
+from .._kind import DEFAULT_QUERY_BUDGET, Params, QueryKind, RecordField, Replica, Summary
+from ..msbfs import (
+    MSBFS_LANES_PER_WORD,
+    MSBFS_MAX_WORDS,
+    MsbfsScratch,
+    MultiSourceTraversal,
+    ScratchShape,
+    allocate_scratch,
+    lane_chunks,
+)
+from ._run import BfsScratch, traverse
+from ._state import BFS_STATE_WORDS, BFS_UNLIMITED, STATE_LEVELS_RUN, STATE_REACHED
+
+__all__ = ["BFS", "KHOP", "REACH", "BfsParams", "KhopParams", "ReachParams", "reached_vertices"]
+
+#: A vertex id: vertex ids are int32 and a graph has at most 2**31 - 1 vertices.
+VertexId = Annotated[int, msgspec.Meta(ge=0, le=2**31 - 2)]
+#: What a traversal brings back per query: every vertex's level, the reached count,
+#: or the levels of ``targets`` only.
+Readback = Literal["levels", "counts", "targets"]
+
+#: The pool key of a single-source traversal's scratch.
+_SINGLE_KEY = ("bfs", "single")
+
+
+class BfsParams(Params, frozen=True, kw_only=True):
+    """``bfs``: a full traversal.
+
+    Attributes:
+        readback: ``"counts"`` (reached vertices), ``"levels"`` (every vertex's
+            level) or ``"targets"`` (the levels of ``targets``).
+        targets: The vertices a ``"targets"`` readback returns the levels of.
+    """
+
+    readback: Readback = "counts"
+    targets: tuple[VertexId, ...] = ()
+
+
+class KhopParams(BfsParams, frozen=True, kw_only=True):
+    """``khop``: a traversal at most ``k`` levels deep (readback as for ``bfs``).
+
+    Attributes:
+        k: The hop limit.
+    """
+
+    k: VertexId
+
+
+class ReachParams(Params, frozen=True, kw_only=True):
+    """``reach``: how many vertices a source reaches (no parameters)."""
+
+
+def reached_vertices(levels: np.ndarray) -> np.ndarray:
+    """The vertices a levels row reached, sorted int32."""
+    return np.flatnonzero(levels >= 0).astype(np.int32)
+
+
+class _Traversal(QueryKind[Any]):
+    """What the three traversal kinds share; they differ in depth and readback."""
+
+    lanes: ClassVar[int] = MSBFS_LANES_PER_WORD * MSBFS_MAX_WORDS
+    record_fields: ClassVar[tuple[RecordField, ...]] = (("reached", "int"), ("max_level", "int"))
+
+    def max_level(self, params: Any) -> int:
+        """The deepest level a query of ``params`` discovers."""
+        return BFS_UNLIMITED
+
+    def readback(self, params: Any) -> Readback:
+        """What a query of ``params`` brings back."""
+        readback: Readback = params.readback
+        return readback
+
+    def targets(self, params: Any) -> tuple[int, ...]:
+        """The target vertices of a ``"targets"`` readback."""
+        targets: tuple[int, ...] = params.targets
+        return targets
+
+    # ------------------------------------------------------------------ sessions
+    def check_params(self, params: Any, num_vertices: int) -> None:
+        """Refuse a ``"targets"`` readback without targets, or with one out of range."""
+        targets = self.targets(params)
+        if self.readback(params) == "targets" and (
+            not targets or not all(0 <= t < num_vertices for t in targets)
+        ):
+            raise ValidationError(
+                f"a 'targets' readback needs targets in [0, {num_vertices - 1}], got "
+                f"{list(targets)[:5]}",
+                fix="pass the vertices whose levels you want, or readback='levels'.",
+            )
+
+    async def run_one(
+        self, replica: Replica, params: Any, source: int | None, out: Any = None
+    ) -> Any:
+        """One query: the single-source, direction-optimizing traversal."""
+        if source is None:
+            raise ValueError(f"a {self.name!r} query needs a source")
+        readback = self.readback(params)
+        if readback == "targets":
+            rows = await self.run_many(replica, params, np.array([source], np.int32))
+            return rows[0]
+        answer = await _single(replica, source, self.max_level(params), readback, out)
+        if readback == "counts":
+            return answer
+        return await self.unpack(params, answer)
+
+    async def run_many(
+        self,
+        replica: Replica,
+        params: Any,
+        sources: np.ndarray,
+        budget_bytes: int | None = None,
+    ) -> np.ndarray:
+        """One row per source: levels ``(n, V)``, target levels ``(n, T)`` or counts ``(n,)``.
+
+        A lone source (not a ``"targets"`` readback) runs the single-source traversal;
+        more run as multi-source traversals cut to the lanes and the budget.
+        """
+        readback = self.readback(params)
+        max_level = self.max_level(params)
+        if len(sources) == 1 and readback != "targets":
+            answer = await _single(replica, int(sources[0]), max_level, readback, None)
+            return np.array([answer], np.int32) if readback == "counts" else answer[None, :]
+        return await _many(
+            replica, sources, max_level, readback, self.targets(params), budget_bytes
+        )
+
+    def no_rows(self, params: Any, num_vertices: int) -> np.ndarray:
+        """Empty rows of the readback's width."""
+        readback = self.readback(params)
+        if readback == "counts":
+            return np.zeros(0, np.int32)
+        width = len(self.targets(params)) if readback == "targets" else num_vertices
+        return np.zeros((0, width), np.int32)
+
+    # ---------------------------------------------------------------------- jobs
+    def row_bytes(self, params: Any, num_vertices: int) -> int:
+        """4 bytes per level (or per count, or per target)."""
+        readback = self.readback(params)
+        if readback == "levels":
+            return 4 * num_vertices
+        return 4 * len(self.targets(params)) if readback == "targets" else 4
+
+    def keeps_arrays(self, params: Any) -> bool:
+        """All but a ``"counts"`` readback."""
+        return self.readback(params) != "counts"
+
+    def summarize(self, params: Any, sources: np.ndarray, result: np.ndarray) -> Summary:
+        """Reached counts; with levels also the deepest level and each item's array."""
+        if self.readback(params) == "counts":
+            return Summary({"reached": result.astype(np.int64, copy=False)})
+        reached = (result >= 0).sum(axis=1, dtype=np.int64)
+        deepest = (
+            result.max(axis=1).astype(np.int64)
+            if result.shape[1]
+            else np.full(len(result), -1, np.int64)
+        )
+        return Summary({"reached": reached, "max_level": deepest}, self.item_arrays(params, result))
+
+    def item_arrays(self, params: Any, rows: np.ndarray) -> list[np.ndarray]:
+        """Each item's full result: its levels row."""
+        return list(rows)
+
+
+class BfsKind(_Traversal):
+    """BFS levels from a source: int32, 0 at the source, -1 where unreachable."""
+
+    name = "bfs"
+    params = BfsParams
+
+
+class KhopKind(_Traversal):
+    """The vertices within ``k`` hops of a source (sorted int32, the source included)."""
+
+    name = "khop"
+    params = KhopParams
+
+    def max_level(self, params: Any) -> int:
+        """``k``."""
+        k: int = params.k
+        return k
+
+    async def unpack(self, params: Any, row: np.ndarray) -> Any:
+        """A levels row becomes the vertices it reached (off the event loop)."""
+        if self.readback(params) == "levels":
+            return await anyio.to_thread.run_sync(reached_vertices, row)
+        return await super().unpack(params, row)
+
+    def item_arrays(self, params: Any, rows: np.ndarray) -> list[np.ndarray]:
+        """A levels item keeps the vertex ids it reached; a targets item its levels."""
+        if self.readback(params) == "levels":
+            return [reached_vertices(row) for row in rows]
+        return list(rows)
+
+
+class ReachKind(_Traversal):
+    """How many vertices a source reaches, itself included (reads back 32 bytes)."""
+
+    name = "reach"
+    params = ReachParams
+
+    def readback(self, params: Any) -> Readback:
+        """Always ``"counts"``."""
+        return "counts"
+
+    def targets(self, params: Any) -> tuple[int, ...]:
+        """None."""
+        return ()
+
+    async def unpack(self, params: Any, row: np.ndarray) -> Any:
+        """The count as an int."""
+        return int(row)
+
+
+#: The registered traversal kinds.
+BFS, KHOP, REACH = BfsKind(), KhopKind(), ReachKind()
+
+
+async def _single(
+    replica: Replica, source: int, max_level: int, readback: Readback, out: Any
+) -> Any:
+    """A single-source traversal on ``replica``: the levels (into ``out``), or the count."""
+    key: Hashable = _SINGLE_KEY
+    scratch: BfsScratch | None = replica.pooled(key)
+    if scratch is None:
+        scratch = await replica.scratch(key, lambda: _single_scratch(replica))
+    try:
+        async with replica.measure() as run:
+            words, run.device_ns = await traverse(
+                replica.backend, replica.buffers, scratch, source, max_level, replica.check
+            )
+            run.levels = int(words[STATE_LEVELS_RUN])
+            if readback == "counts":
+                return int(words[STATE_REACHED])
+            return await replica.backend.read(scratch.levels, out=out)
+    finally:
+        # Kept even after an error: the next traversal on it is ordered after this one.
+        await replica.release(key, scratch, keep=True)
+
+
+async def _single_scratch(replica: Replica) -> BfsScratch:
+    backend = replica.backend
+    levels = await backend.alloc(4 * replica.num_vertices, np.int32)
+    try:
+        state = await backend.alloc(4 * BFS_STATE_WORDS, np.int32)
+    except BaseException:
+        await backend.free(levels)
+        raise
+    return BfsScratch(levels, state)
+
+
+async def _many_scratch(replica: Replica, shape: ScratchShape) -> MsbfsScratch:
+    return await allocate_scratch(replica.backend, replica.buffers, replica.num_vertices, shape)
+
+
+async def _many(
+    replica: Replica,
+    sources: np.ndarray,
+    max_level: int,
+    readback: Readback,
+    targets: tuple[int, ...],
+    budget_bytes: int | None,
+) -> np.ndarray:
+    """Multi-source traversals of ``sources``, cut into consecutive passes."""
+    n, graph_bytes = replica.num_vertices, replica.graph_bytes
+    per_query = 4 * n if readback == "levels" else 4 * len(targets) if readback == "targets" else 4
+    chunks = lane_chunks(
+        len(sources),
+        per_query,
+        num_vertices=n,
+        graph_bytes=graph_bytes,
+        budget_bytes=graph_bytes + DEFAULT_QUERY_BUDGET if budget_bytes is None else budget_bytes,
+        max_words=MSBFS_MAX_WORDS,
+        first="each query",
+    )
+    backend = replica.backend
+    rows: list[np.ndarray] = []
+    async with replica.measure() as run:
+        runner = MultiSourceTraversal(backend, replica.buffers, n)
+        for start, stop, words in chunks:
+            shape: ScratchShape = (words, readback, len(targets))
+            key: Hashable = ("msbfs", shape)
+            scratch: MsbfsScratch | None = replica.pooled(key)
+            if scratch is None:
+                scratch = await replica.scratch(key, partial(_many_scratch, replica, shape))
+            done = False
+            try:
+                rows.append(
+                    await runner.run(
+                        sources[start:stop],
+                        words=words,
+                        max_level=max_level,
+                        readback=readback,
+                        targets=targets,
+                        scratch=scratch,
+                    )
+                )
+                done = True
+            finally:
+                await replica.release(key, scratch, keep=done)
+        run.levels, run.device_ns = runner.levels, runner.device_ns
+    return rows[0] if len(rows) == 1 else np.concatenate(rows)
