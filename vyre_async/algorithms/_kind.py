@@ -139,6 +139,12 @@ class Replica(Protocol):
         :meth:`release`. Where a new one does not fit, idle ones are freed first."""
         ...
 
+    def give_back(self, key: Hashable, scratch: Scratch) -> bool:
+        """Keep ``scratch`` idle for the next run of ``key`` if the pool has room now
+        (synchronous: the common case costs no coroutine); ``False``: not kept, call
+        :meth:`release`."""
+        ...
+
     async def release(self, key: Hashable, scratch: Scratch, *, keep: bool) -> None:
         """Take back a scratch: kept idle for the next run of ``key`` when ``keep`` (and
         within the pool's bounds), else freed once no unfinished work uses it."""

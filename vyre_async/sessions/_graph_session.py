@@ -41,6 +41,10 @@ from ._stats import RunCounters, SessionStats
 
 __all__ = ["DEFAULT_QUERY_BUDGET", "BatchingConfig", "ResidentGraphSession"]
 
+#: The parameters of the typed traversal methods that take none: valid on any graph.
+_BFS_LEVELS = BfsParams(readback="levels")
+_REACH = ReachParams()
+
 
 class ResidentGraphSession(BatchedQueries, AsyncLifecycle):
     """A graph resident on one device or a group's, analysed again and again without re-uploading.
@@ -190,15 +194,28 @@ class ResidentGraphSession(BatchedQueries, AsyncLifecycle):
             )
         else:
             self._check_open()
+        return await self._one(unit, checked, source, out, priority, queue_timeout)
+
+    async def _one(
+        self,
+        unit: QueryKind[Any],
+        params: Params,
+        source: int | None,
+        out: Any,
+        priority: int,
+        queue_timeout: float | None,
+    ) -> Any:
+        """One query whose source and parameters are checked: through the batcher where
+        the kind coalesces, else on the least busy replica."""
         if self._batcher is not None and unit.lanes > 1 and source is not None:
-            answer = await self._submit_one(unit, checked, source, priority, queue_timeout)
+            answer = await self._submit_one(unit, params, source, priority, queue_timeout)
             if out is None:
                 return answer
             if is_foreign(out):  # a device array: batches are unpacked on the host
                 return await self._replicas.run(lambda r: to_device_array(r.backend, answer, out))
             np.copyto(out.reshape(-1), answer)
             return out
-        return await self._replicas.run(lambda r: unit.run_one(r, checked, source, out))
+        return await self._replicas.run(lambda r: unit.run_one(r, params, source, out))
 
     async def query_many(
         self,
@@ -302,13 +319,8 @@ class ResidentGraphSession(BatchedQueries, AsyncLifecycle):
         self._check_source(source)
         if out is not None:
             check_out(out, np.dtype(np.int32), self._graph.num_vertices)
-        levels: np.ndarray = await self.query(
-            BFS,
-            source,
-            BfsParams(readback="levels"),
-            out=out,
-            priority=priority,
-            queue_timeout=queue_timeout,
+        levels: np.ndarray = await self._one(
+            BFS, _BFS_LEVELS, int(source), out, priority, queue_timeout
         )
         return levels
 
@@ -323,8 +335,8 @@ class ResidentGraphSession(BatchedQueries, AsyncLifecycle):
             raise ValidationError(f"k must be a non-negative int, got {k!r}", fix="pass k >= 0.")
         self._check_source(source)
         params = KhopParams(k=k, readback="levels")
-        vertices: np.ndarray = await self.query(
-            KHOP, source, params, priority=priority, queue_timeout=queue_timeout
+        vertices: np.ndarray = await self._one(
+            KHOP, params, int(source), None, priority, queue_timeout
         )
         return vertices
 
@@ -336,9 +348,7 @@ class ResidentGraphSession(BatchedQueries, AsyncLifecycle):
         ``priority`` and ``queue_timeout`` apply with batching, as for :meth:`bfs`.
         """
         self._check_source(source)
-        count: int = await self.query(
-            REACH, source, ReachParams(), priority=priority, queue_timeout=queue_timeout
-        )
+        count: int = await self._one(REACH, _REACH, int(source), None, priority, queue_timeout)
         return count
 
     async def pagerank(
@@ -470,9 +480,9 @@ class ResidentGraphSession(BatchedQueries, AsyncLifecycle):
         self._check_source(source)
         if out is not None:
             check_out(out, np.dtype(np.float32), self._graph.num_vertices)
-        params = SsspParams(readback="distances", max_distance=max_distance)
-        distances: np.ndarray = await self.query(
-            SSSP, source, params, out=out, priority=priority, queue_timeout=queue_timeout
+        params = self._params(SSSP, SsspParams(readback="distances", max_distance=max_distance))
+        distances: np.ndarray = await self._one(
+            SSSP, params, int(source), out, priority, queue_timeout
         )
         return distances
 

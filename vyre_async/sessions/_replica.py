@@ -187,16 +187,39 @@ class GraphReplica:
             self._held[buffer.id] = buffer
         return made
 
+    def give_back(self, key: Hashable, scratch: Scratch) -> bool:
+        """Keep ``scratch`` idle for the next run of ``key``, if the pool has room now;
+        ``False``: it was not kept (call :meth:`release`, which frees or makes room)."""
+        idle = self._idle.get(key)
+        if (
+            idle is None
+            or len(idle) >= IDLE_PER_KEY
+            or self._idle_sets >= IDLE_SETS
+            or self._idle_bytes + scratch.nbytes > IDLE_BYTES
+            or self.lost is not None
+            or not self._hooks.is_open()
+        ):
+            return False
+        self._idle.move_to_end(key)
+        idle.append(scratch)
+        self._idle_bytes += scratch.nbytes
+        self._idle_sets += 1
+        return True
+
     async def release(self, key: Hashable, scratch: Scratch, *, keep: bool) -> None:
         """Take back a scratch: idle for the next run of ``key`` while the session is
-        open and the pool within its bounds, else freed once no unfinished work uses it
-        (a cancelled run's may still be running)."""
+        open and the pool within its bounds (the least recently used freed to make
+        room), else freed once no unfinished work uses it (a cancelled run's may still
+        be running)."""
+        if keep and self.give_back(key, scratch):
+            return
+        nbytes = scratch.nbytes
         if (
             keep
             and self._hooks.is_open()
             and self.lost is None
             and self.buffers
-            and scratch.nbytes <= IDLE_BYTES
+            and nbytes <= IDLE_BYTES
         ):
             idle = self._idle.get(key)
             if idle is None:
@@ -205,7 +228,7 @@ class GraphReplica:
                 self._idle.move_to_end(key)
             if len(idle) < IDLE_PER_KEY:
                 idle.append(scratch)
-                self._idle_bytes += scratch.nbytes
+                self._idle_bytes += nbytes
                 self._idle_sets += 1
                 if self._idle_bytes > IDLE_BYTES or self._idle_sets > IDLE_SETS:
                     await self._trim()

@@ -118,10 +118,30 @@ class _Traversal(QueryKind[Any]):
         if readback == "targets":
             rows = await self.run_many(replica, params, np.array([source], np.int32))
             return rows[0]
-        answer = await _single(replica, source, self.max_level(params), readback, out)
-        if readback == "counts":
-            return answer
-        return await self.unpack(params, answer)
+        # _single's steps, inlined: one query's path is the per-query host overhead.
+        key: Hashable = _SINGLE_KEY
+        scratch: BfsScratch | None = replica.pooled(key)
+        if scratch is None:
+            scratch = await replica.scratch(key, lambda: _single_scratch(replica))
+        try:
+            async with replica.measure() as run:
+                words, run.device_ns = await traverse(
+                    replica.backend,
+                    replica.buffers,
+                    scratch,
+                    source,
+                    self.max_level(params),
+                    replica.check,
+                )
+                run.levels = int(words[STATE_LEVELS_RUN])
+                if readback == "counts":
+                    return int(words[STATE_REACHED])
+                levels = await replica.backend.read(scratch.levels, out=out)
+        finally:
+            # Kept even after an error: the next traversal on it is ordered after this one.
+            if not replica.give_back(key, scratch):
+                await replica.release(key, scratch, keep=True)
+        return await self.unpack(params, levels)
 
     async def run_many(
         self,
@@ -254,7 +274,8 @@ async def _single(
             return await replica.backend.read(scratch.levels, out=out)
     finally:
         # Kept even after an error: the next traversal on it is ordered after this one.
-        await replica.release(key, scratch, keep=True)
+        if not replica.give_back(key, scratch):
+            await replica.release(key, scratch, keep=True)
 
 
 async def _single_scratch(replica: Replica) -> BfsScratch:

@@ -26,11 +26,13 @@ class BfsScratch:
     with their own source.
     """
 
-    __slots__ = ("first", "levels", "more", "state")
+    __slots__ = ("first", "levels", "more", "nbytes", "state")
 
     def __init__(self, levels: ResidentBuffer, state: ResidentBuffer) -> None:
         self.levels = levels
         self.state = state
+        #: Their bytes.
+        self.nbytes = levels.nbytes + state.nbytes
         self.first: PreparedSequence | None = None
         self.more: PreparedSequence | None = None
 
@@ -38,11 +40,6 @@ class BfsScratch:
     def buffers(self) -> tuple[ResidentBuffer, ResidentBuffer]:
         """The levels and state buffers."""
         return (self.levels, self.state)
-
-    @property
-    def nbytes(self) -> int:
-        """Their bytes."""
-        return self.levels.nbytes + self.state.nbytes
 
 
 def level_steps(graph: Mapping[str, ResidentBuffer], scratch: BfsScratch) -> list[SequenceStep]:
