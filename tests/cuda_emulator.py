@@ -2,10 +2,11 @@
 
 The kernel source is compiled unchanged by g++ behind a small header that defines what
 the kernels use: ``threadIdx``/``blockIdx``/``blockDim``/``gridDim``, ``__shared__``
-(a function-static, shared by the block's threads), ``__syncthreads`` and
-``__syncthreads_count`` (a barrier over the block), the warp intrinsics
-``__shfl_up_sync``, ``__ballot_sync`` and ``__match_any_sync`` (a barrier over the warp
-around an exchange of values), ``atomicAdd`` and ``__popc``. Each kernel gets an
+(a function-static, shared by the block's threads), ``__syncthreads``,
+``__syncthreads_count`` and ``__syncthreads_or`` (a barrier over the block), the warp
+intrinsics ``__shfl_up_sync``, ``__ballot_sync`` and ``__match_any_sync`` (a barrier over
+the warp around an exchange of values), ``atomicAdd``, ``atomicMin`` (on ``int``),
+``__ldg``, ``min``, ``max`` and ``__popc``. Each kernel gets an
 ``extern "C"`` launcher taking the grid and block sizes, then the kernel's arguments.
 
 It checks the logic of the kernels (indexing, tiles, barriers, warp ranks) where no GPU
@@ -23,6 +24,7 @@ import tempfile
 from pathlib import Path
 
 SHIM = r"""
+#include <algorithm>
 #include <atomic>
 #include <barrier>
 #include <cstdint>
@@ -80,10 +82,21 @@ static inline unsigned __match_any_sync(unsigned, unsigned value) {
     warp_done();
     return result;
 }
+static inline int __syncthreads_or(int predicate) { return __syncthreads_count(predicate) != 0; }
 static inline int __popc(unsigned x) { return __builtin_popcount(x); }
 static inline unsigned atomicAdd(unsigned* address, unsigned value) {
     return std::atomic_ref<unsigned>(*address).fetch_add(value);
 }
+static inline int atomicMin(int* address, int value) {
+    std::atomic_ref<int> word(*address);
+    int old = word.load();
+    while (value < old && !word.compare_exchange_weak(old, value)) {
+    }
+    return old;
+}
+template <typename T> static inline T __ldg(const T* address) { return *address; }
+using std::max;
+using std::min;
 
 template <typename Kernel>
 static void launch(unsigned grid, unsigned block, Kernel body) {

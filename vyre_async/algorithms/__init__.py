@@ -7,6 +7,8 @@
 - :mod:`~vyre_async.algorithms.pagerank`: pull PageRank in float32, the ``pagerank`` kind.
 - :mod:`~vyre_async.algorithms.sssp`: near-far delta-stepping shortest paths, the
   ``sssp`` kind.
+- :mod:`~vyre_async.algorithms.components`: weakly connected components by hooking
+  and pointer jumping, the ``components`` kind.
 - :mod:`~vyre_async.algorithms.egraph`: e-graph images and congruence closure.
 - :mod:`~vyre_async.algorithms.rmat`: the R-MAT generator on the device.
 
@@ -19,6 +21,7 @@ kinds (:class:`QueryKind`): sessions, jobs and the Ray executor find a kind with
 """
 
 from . import bfs as bfs
+from . import components as components
 from . import egraph as egraph
 from . import msbfs as msbfs
 from . import pagerank as pagerank
@@ -47,6 +50,7 @@ __all__ = [
     "Scratch",
     "Summary",
     "bfs",
+    "components",
     "egraph",
     "kind_names",
     "lookup",

@@ -13,7 +13,8 @@ its work runs again on the others.
 The session knows no kind: :meth:`ResidentGraphSession.query` and
 :meth:`~ResidentGraphSession.query_many` run any registered kind, and the typed
 methods (``bfs``, ``khop``, ``reach_count``, ``pagerank``, ``bfs_many``, ``sssp``,
-``sssp_many``) are thin calls into their kinds' units.
+``sssp_many``, ``components``, ``component_sizes``) are thin calls into their kinds'
+units.
 """
 
 from __future__ import annotations
@@ -27,6 +28,12 @@ import numpy as np
 from .._lifecycle import AsyncLifecycle, BackgroundTasks, LifecycleState
 from ..algorithms import DEFAULT_QUERY_BUDGET, Params, QueryKind, lookup
 from ..algorithms.bfs import BFS, KHOP, REACH, BfsParams, KhopParams, ReachParams, Readback
+from ..algorithms.components import (
+    COMPONENTS,
+    ComponentSizes,
+    ComponentsParams,
+    component_sizes,
+)
 from ..algorithms.pagerank import PAGERANK, PagerankParams
 from ..algorithms.sssp import SSSP, SsspParams
 from ..backends import Backend, DeviceGroup, check_out, is_foreign
@@ -44,6 +51,7 @@ __all__ = ["DEFAULT_QUERY_BUDGET", "BatchingConfig", "ResidentGraphSession"]
 #: The parameters of the typed traversal methods that take none: valid on any graph.
 _BFS_LEVELS = BfsParams(readback="levels")
 _REACH = ReachParams()
+_COMPONENTS = ComponentsParams()
 
 
 class ResidentGraphSession(BatchedQueries, AsyncLifecycle):
@@ -510,6 +518,40 @@ class ResidentGraphSession(BatchedQueries, AsyncLifecycle):
             priority=priority,
             queue_timeout=queue_timeout,
         )
+
+    async def components(self, *, out: np.ndarray | None = None) -> np.ndarray:
+        """Weakly connected components: an int32 label per vertex, the smallest vertex id
+        of its component.
+
+        An edge joins its end points whichever way it points, so a directed graph's
+        components are its weak ones (SciPy's ``connection="weak"``). On the device the
+        components are found by hooking and pointer jumping, a few rounds per
+        submission; the labels are the same on every backend.
+
+        Args:
+            out: Write the labels into this int32 array of ``num_vertices`` elements and
+                return it (page-locked: straight from the device; a device array on the
+                CUDA backend: device to device, as for :meth:`bfs`).
+
+        Raises:
+            ValidationError: ``out`` does not fit.
+        """
+        self._check_open()
+        if out is not None:
+            check_out(out, np.dtype(np.int32), self._graph.num_vertices)
+        labels: np.ndarray = await self.query(COMPONENTS, None, _COMPONENTS, out=out)
+        return labels
+
+    async def component_sizes(self) -> ComponentSizes:
+        """Every weakly connected component once, with its size.
+
+        Returns:
+            ``(labels, sizes)``: int32 labels of the components (each its smallest
+            vertex id, as :meth:`components` labels vertices), ascending, and the int64
+            vertex count of each; ``labels.size`` is the number of components.
+        """
+        labels = await self.components()
+        return await anyio.to_thread.run_sync(component_sizes, labels)
 
     def _source_array(self, sources: Sequence[int] | np.ndarray) -> np.ndarray:
         """``sources`` as a fresh int32 array, every vertex checked against the graph."""

@@ -1,0 +1,6 @@
+#define CC_EDGES_PER_THREAD 16
+#define CC_STATE_CHANGED 0
+#define CC_STATE_DONE 1
+#define CC_STATE_ROUNDS 2
+#define CC_STATE_SPARE 3
+#define CC_STATE_WORDS 4
