@@ -26,7 +26,6 @@ from ._export import ExportedRecords as ExportedRecords
 from ._export import export_records as export_records
 from ._graph_source import graph_loads as graph_loads
 from ._items import total_items as total_items
-from ._load import load_job as load_job
 from ._local_devices import device_warning as device_warning
 from ._local_devices import missing_device_reason as missing_device_reason
 from ._manifest_key import ManifestKey as ManifestKey
@@ -43,16 +42,17 @@ from ._run_file import run as run
 from ._runner import JobRunner as JobRunner
 from ._show import describe_run as describe_run
 from ._signals import exiting_at_once_on_signals as exiting_at_once_on_signals
-from ._spec import BatchingSection as BatchingSection
-from ._spec import GraphSection as GraphSection
-from ._spec import JobSection as JobSection
-from ._spec import JobSpec as JobSpec
-from ._spec import LimitsSection as LimitsSection
-from ._spec import LoggingSection as LoggingSection
-from ._spec import OutputSection as OutputSection
-from ._spec import RandomSources as RandomSources
-from ._spec import WorkloadSection as WorkloadSection
 from ._summary import JobSummary as JobSummary
+from .spec import BatchingSection as BatchingSection
+from .spec import GraphSection as GraphSection
+from .spec import JobSection as JobSection
+from .spec import JobSpec as JobSpec
+from .spec import LimitsSection as LimitsSection
+from .spec import LoggingSection as LoggingSection
+from .spec import OutputSection as OutputSection
+from .spec import RandomSources as RandomSources
+from .spec import WorkloadSection as WorkloadSection
+from .spec import load_job as load_job
 
 __all__ = [
     "BatchingSection",

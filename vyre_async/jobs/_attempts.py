@@ -23,9 +23,9 @@ from ._items import ItemBlock
 from ._record_parts import RecordPart
 from ._records import ItemRecord
 from ._retry import retry_delay
-from ._spec import JobSpec
 from ._store import ResultStore
 from ._targets import BlockTarget
+from .spec import JobSpec
 
 __all__ = ["TIMEOUT_CODE", "UNEXPECTED_CODE", "BlockAttempts", "failure_reason"]
 

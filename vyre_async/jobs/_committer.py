@@ -28,8 +28,8 @@ from ._arrays import ArrayFileWriter
 from ._layout import CHUNKS_WRITTEN_AT_ONCE
 from ._progress import Progress
 from ._record_parts import ArrayRecords, RecordPart, item_count
-from ._spec import OutputSection
 from ._store import ResultStore
+from .spec import OutputSection
 
 #: A block's records and how many of them are failures.
 Outcomes = tuple[list[RecordPart], int]

@@ -19,7 +19,7 @@ from ..sessions import ResidentGraphSession
 from ._items import ItemBlock
 from ._record_parts import ArrayRecords, ColumnRecords, RecordPart
 from ._records import ItemRecord
-from ._spec import WorkloadSection
+from .spec import WorkloadSection
 
 
 class BlockResult:

@@ -18,8 +18,8 @@ from ..backends import BackendKind, DeviceSelector
 from ..errors import ConfigurationError
 from ..graphs import CsrGraph
 from ._execute import BlockExecutor, reads_counts
-from ._spec import JobSpec
 from ._targets import BlockTarget, local_target
+from .spec import JobSpec
 
 #: Executors defined above jobs: name -> the module that registers it when imported.
 PROVIDERS: dict[str, str] = {"ray": "vyre_async.cluster"}

@@ -12,7 +12,7 @@ from typing import Any
 
 from ..errors import ConfigurationError, ValidationError
 from ..graphs import CsrGraph, load_scipy_npz
-from ._spec import GraphSection
+from .spec import GraphSection
 
 #: Edge-table formats by suffix, each read by pyarrow.
 TABLE_SUFFIXES = {

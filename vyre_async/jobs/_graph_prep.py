@@ -25,7 +25,7 @@ from ..graphs import CsrGraph, RmatParams, rmat, rmat_params, with_uniform_weigh
 from ..logging import get_logger
 from ._graph_cache import load_cached_rmat, save_cached_rmat
 from ._graph_source import load_job_graph
-from ._spec import JobSpec
+from .spec import JobSpec
 
 _log = get_logger("vyre_async.jobs")
 

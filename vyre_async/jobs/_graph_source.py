@@ -10,7 +10,6 @@ from __future__ import annotations
 import hashlib
 import threading
 from pathlib import Path
-from typing import Any
 
 import msgspec
 
@@ -26,8 +25,7 @@ from ..graphs import (
 from ._graph_digest import graph_file_sha256
 from ._graph_files import load_scipy_npz_graph, load_table_graph
 from ._preflight import graph_path, memory_limit
-from ._sources_file import read_sources_file
-from ._spec import JobSpec
+from .spec import JobSpec
 
 _loads = 0
 _loads_lock = threading.Lock()
@@ -94,39 +92,3 @@ def load_job_graph(spec: JobSpec, job_file: Path) -> CsrGraph:
     if graph.kind == "table":
         return load_table_graph(path, graph, f"{job_file}: $.graph")
     return load_edge_list(path, symmetric=graph.symmetric, memory_limit=limit, quote_lines=inside)
-
-
-def resolve_sources(spec: JobSpec, job_file: Path) -> JobSpec:
-    """The spec with every workload's sources file read into a list (blocking).
-
-    A workload whose ``sources`` is a path (relative to the job file) gets the ids in
-    that ``.npy`` or text file; other workloads are kept as they are, and a spec with
-    no such path is returned unchanged.
-
-    Raises:
-        ConfigurationError: A sources file cannot be read, holds more ids than
-            ``[limits] max_sources_per_file`` or something other than vertex ids (see
-            :func:`read_sources_file`).
-    """
-    if not any(isinstance(w.sources, str) for w in spec.workload):
-        return spec
-    workloads = list(spec.workload)
-    folder = job_file.parent
-    for i, workload in enumerate(workloads):
-        if isinstance(workload.sources, str):
-            where = f"{job_file}: $.workload[{i}].sources"
-            path = folder / workload.sources
-            ids = read_sources_file(
-                path, where, spec.limits.max_sources_per_file, quote=_inside(path, folder)
-            )
-            changed: Any = msgspec.structs.replace(workload, sources=ids.tolist())  # type: ignore[type-var]
-            workloads[i] = changed
-    return msgspec.structs.replace(spec, workload=workloads)
-
-
-def _inside(path: Path, folder: Path) -> bool:
-    """Whether ``path`` lies inside ``folder`` (errors quote only such files)."""
-    try:
-        return path.resolve().is_relative_to(folder.resolve())
-    except (OSError, RuntimeError, ValueError):  # a symlink loop, a NUL byte
-        return False

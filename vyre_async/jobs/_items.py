@@ -16,7 +16,7 @@ import numpy.typing as npt
 
 from ..errors import ConfigurationError, ValidationError
 from ..graphs import CsrGraph
-from ._spec import JobSpec, RandomSources, WorkloadSection
+from .spec import JobSpec, RandomSources, WorkloadSection
 
 #: Random sources drawn per generator call. Part of the sources' definition (it
 #: orders the draws), so keep it fixed.

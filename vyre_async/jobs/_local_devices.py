@@ -22,7 +22,7 @@ from ..backends import BackendKind, DeviceSelector
 from ..cuda import call, load_driver
 from ..errors import VyreError
 from ._preflight import backend_unavailable_reason
-from ._spec import JobSpec
+from .spec import JobSpec
 
 
 def missing_device_reason(

@@ -38,8 +38,8 @@ from ..errors import ConfigurationError, ValidationError, VyreError
 from ..graphs import read_graph_header
 from ._columns import optional
 from ._items import check_sources, check_workloads, total_items
-from ._spec import JobSpec
 from ._store import output_folder
+from .spec import JobSpec
 
 #: Host bytes per item: its committed flag (resume and the producer read it).
 ITEM_BYTES = 1

@@ -9,9 +9,9 @@ import anyio
 
 from ..backends import BackendKind, DeviceSelector
 from ..errors import LifecycleError
-from ._load import load_job
 from ._runner import JobRunner
 from ._summary import JobSummary
+from .spec import load_job
 
 
 def run(

@@ -55,7 +55,7 @@ from ._committer import Committer, Outcomes
 from ._execute import BlockExecutor, execute_block
 from ._executors import Executor, LocalExecutor, executor_for
 from ._graph_prep import prepare_job_graph
-from ._graph_source import job_fingerprint, resolve_sources
+from ._graph_source import job_fingerprint
 from ._items import (
     ItemBlock,
     check_sources,
@@ -72,11 +72,11 @@ from ._preflight import backend_unavailable_reason, check_job
 from ._progress import Progress
 from ._records import Manifest, record_layout
 from ._signals import exit_code, exiting_at_once_on_signals, next_signal, noting_signals
-from ._spec import JobSpec
 from ._store import LOG_FILE, ResultStore
 from ._summary import EXIT_OK, JobSummary, Status, how_it_ended
 from ._targets import BlockTarget, LocalTarget
 from ._warmup import ContextWarmup
+from .spec import JobSpec, resolve_sources
 
 _log = get_logger("vyre_async.jobs")
 

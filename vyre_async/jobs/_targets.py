@@ -19,7 +19,7 @@ from ..graphs import CsrGraph
 from ..sessions import BatchingConfig, ResidentGraphSession, resident_graph
 from ..telemetry import MetricFamily, telemetry_families
 from ._execute import BlockExecutor, BlockResult
-from ._spec import WorkloadSection
+from .spec import WorkloadSection
 
 
 class BlockTarget(Protocol):

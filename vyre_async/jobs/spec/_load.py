@@ -21,8 +21,8 @@ import msgspec
 import numpy as np
 import yaml
 
-from .._files import FileTooLargeError, NotRegularFileError, read_regular
-from ..errors import ConfigurationError
+from ..._files import FileTooLargeError, NotRegularFileError, read_regular
+from ...errors import ConfigurationError
 from ._decode_bounds import (
     TOML_SKIPPED,
     check_toml_keys,
@@ -31,7 +31,7 @@ from ._decode_bounds import (
     long_yaml_integer,
 )
 from ._document_errors import document_errors
-from ._graph_source import resolve_sources
+from ._sources_file import resolve_sources
 from ._spec import JobSpec
 
 SUFFIXES = {".toml": "toml", ".json": "json", ".yaml": "yaml", ".yml": "yaml"}

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol, Union
 
 import msgspec
 
-from ..algorithms import Params, QueryKind, lookup, query_kinds
-from ..sessions import BatchingConfig
+from ...algorithms import Params, QueryKind, lookup, query_kinds
+from ...sessions import BatchingConfig
 
 Positive = Annotated[int, msgspec.Meta(ge=1)]
 NonNegative = Annotated[int, msgspec.Meta(ge=0)]

@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from ..errors import ConfigurationError
+from ...errors import ConfigurationError
 
 #: Most parts the keys and table headers of a TOML job file may have in all (each
 #: part of a dotted key or header counts; a job of a few workloads has about 30).

@@ -1,5 +1,8 @@
 """Sources files: the vertex ids a workload names by path, in a ``.npy`` or a text file.
 
+:func:`resolve_sources` reads each such file into its workload's list when the job
+is loaded, so everything after loading sees the ids.
+
 They are read with the care graph files get. Only a regular file is opened: a FIFO,
 a device (``/dev/zero``), a directory or a symlink loop is refused at once, never
 waited on or read for ever. A ``.npy`` file's header is checked (1-D, integer, at most
@@ -14,13 +17,15 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
+import msgspec
 import numpy as np
 import numpy.typing as npt
 
-from .._files import open_regular
-from ..errors import ConfigurationError
+from ..._files import open_regular
+from ...errors import ConfigurationError
+from ._spec import JobSpec
 
 #: Bytes a text sources file may hold per source allowed (an id, a separator, room
 #: for comments): 64 MB at the default of a million sources.
@@ -34,6 +39,42 @@ _QUOTE_CHARS = 40
 _NO_IDS = np.empty(0, np.int64)
 _NPY_FIX = "write it with np.save(path, np.asarray(sources, dtype=np.int64))."
 _TEXT_FIX = "write vertex ids as integers separated by spaces or newlines; '#' starts a comment."
+
+
+def resolve_sources(spec: JobSpec, job_file: Path) -> JobSpec:
+    """The spec with every workload's sources file read into a list (blocking).
+
+    A workload whose ``sources`` is a path (relative to the job file) gets the ids in
+    that ``.npy`` or text file; other workloads are kept as they are, and a spec with
+    no such path is returned unchanged.
+
+    Raises:
+        ConfigurationError: A sources file cannot be read, holds more ids than
+            ``[limits] max_sources_per_file`` or something other than vertex ids (see
+            :func:`read_sources_file`).
+    """
+    if not any(isinstance(w.sources, str) for w in spec.workload):
+        return spec
+    workloads = list(spec.workload)
+    folder = job_file.parent
+    for i, workload in enumerate(workloads):
+        if isinstance(workload.sources, str):
+            where = f"{job_file}: $.workload[{i}].sources"
+            path = folder / workload.sources
+            ids = read_sources_file(
+                path, where, spec.limits.max_sources_per_file, quote=_inside(path, folder)
+            )
+            changed: Any = msgspec.structs.replace(workload, sources=ids.tolist())  # type: ignore[type-var]
+            workloads[i] = changed
+    return msgspec.structs.replace(spec, workload=workloads)
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    """Whether ``path`` lies inside ``folder`` (errors quote only such files)."""
+    try:
+        return path.resolve().is_relative_to(folder.resolve())
+    except (OSError, RuntimeError, ValueError):  # a symlink loop, a NUL byte
+        return False
 
 
 def read_sources_file(
