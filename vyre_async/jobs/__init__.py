@@ -24,7 +24,6 @@ from ._executors import Executor as Executor
 from ._executors import register_executor as register_executor
 from ._export import ExportedRecords as ExportedRecords
 from ._export import export_records as export_records
-from ._graph_source import graph_loads as graph_loads
 from ._items import total_items as total_items
 from ._local_devices import device_warning as device_warning
 from ._local_devices import missing_device_reason as missing_device_reason
@@ -43,6 +42,7 @@ from ._runner import JobRunner as JobRunner
 from ._show import describe_run as describe_run
 from ._signals import exiting_at_once_on_signals as exiting_at_once_on_signals
 from ._summary import JobSummary as JobSummary
+from .graph import graph_loads as graph_loads
 from .spec import BatchingSection as BatchingSection
 from .spec import GraphSection as GraphSection
 from .spec import JobSection as JobSection

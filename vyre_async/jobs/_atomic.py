@@ -21,20 +21,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
+from .._files import file_digest
+
 TEMP_PREFIX = ".tmp-"
 _READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-_HASH_BLOCK = 1 << 20
-
-
-def file_digest(file: BinaryIO) -> tuple[int, str]:
-    """``(size, SHA-256 hex)`` of what is left to read in ``file``, read in blocks."""
-    digest = hashlib.sha256()
-    size = 0
-    while block := file.read(_HASH_BLOCK):
-        digest.update(block)
-        size += len(block)
-    return size, digest.hexdigest()
 
 
 class NotPlainError(OSError):

@@ -31,7 +31,7 @@ from typing import Literal
 
 import msgspec
 
-from .._memory import GIB, check_host_memory
+from .._memory import check_host_memory
 from ..backends import BackendKind, DeviceSelector
 from ..cuda import call, load_driver
 from ..errors import ConfigurationError, ValidationError, VyreError
@@ -39,6 +39,7 @@ from ..graphs import read_graph_header
 from ._columns import optional
 from ._items import check_sources, check_workloads, total_items
 from ._store import output_folder
+from .graph import graph_path, memory_limit
 from .spec import JobSpec
 
 #: Host bytes per item: its committed flag (resume and the producer read it).
@@ -73,29 +74,9 @@ class JobCheck(msgspec.Struct, frozen=True):
     host_bytes: int
 
 
-def graph_path(spec: JobSpec, job_file: Path) -> tuple[Path, bool] | None:
-    """The graph file (relative paths start at the job file's folder) and whether it
-    lies inside that folder; ``None`` for a generated graph."""
-    if spec.graph.path is None:
-        return None
-    base = job_file.resolve().parent
-    path = base / spec.graph.path
-    try:
-        inside = path.resolve().is_relative_to(base)
-    except (OSError, RuntimeError):  # a symlink loop: not readable anyway
-        inside = False
-    return path, inside
-
-
 def file_kind(kind: str) -> GraphFileKind:
     """The loader's name for a ``[graph] kind`` of file."""
     return _FILE_KINDS.get(kind, "edge_list")
-
-
-def memory_limit(spec: JobSpec) -> int | None:
-    """``[limits] max_host_memory_gib`` in bytes, or ``None`` (what the machine has)."""
-    gib = spec.limits.max_host_memory_gib
-    return None if gib is None else int(gib * GIB)
 
 
 def check_job(

@@ -54,8 +54,6 @@ from ._attempts import BlockAttempts
 from ._committer import Committer, Outcomes
 from ._execute import BlockExecutor, execute_block
 from ._executors import Executor, LocalExecutor, executor_for
-from ._graph_prep import prepare_job_graph
-from ._graph_source import job_fingerprint
 from ._items import (
     ItemBlock,
     check_sources,
@@ -76,6 +74,7 @@ from ._store import LOG_FILE, ResultStore
 from ._summary import EXIT_OK, JobSummary, Status, how_it_ended
 from ._targets import BlockTarget, LocalTarget
 from ._warmup import ContextWarmup
+from .graph import job_fingerprint, prepare_job_graph
 from .spec import JobSpec, resolve_sources
 
 _log = get_logger("vyre_async.jobs")

@@ -23,9 +23,8 @@ from pathlib import Path
 
 import msgspec
 
-from .._files import open_regular, replace_atomically
-from ..logging import get_logger
-from ._atomic import file_digest
+from ..._files import file_digest, open_regular, replace_atomically
+from ...logging import get_logger
 from ._graph_cache import graph_cache_dir
 
 _log = get_logger("vyre_async.jobs")

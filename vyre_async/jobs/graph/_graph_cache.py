@@ -25,10 +25,10 @@ from typing import BinaryIO
 import msgspec
 import numpy as np
 
-from .._files import replace_atomically
-from ..graphs import CsrGraph, RmatParams, trusted_csr
-from ..kernels import cache_root
-from ..logging import get_logger
+from ..._files import replace_atomically
+from ...graphs import CsrGraph, RmatParams, trusted_csr
+from ...kernels import cache_root
+from ...logging import get_logger
 
 _log = get_logger("vyre_async.jobs")
 

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import msgspec
 
-from ..errors import ConfigurationError
-from ..graphs import (
+from ..._memory import GIB
+from ...errors import ConfigurationError
+from ...graphs import (
     CsrGraph,
     RmatParams,
     load_edge_list,
@@ -22,10 +23,9 @@ from ..graphs import (
     load_npz,
     rmat,
 )
+from ..spec import JobSpec
 from ._graph_digest import graph_file_sha256
 from ._graph_files import load_scipy_npz_graph, load_table_graph
-from ._preflight import graph_path, memory_limit
-from .spec import JobSpec
 
 _loads = 0
 _loads_lock = threading.Lock()
@@ -61,6 +61,26 @@ def job_fingerprint(spec: JobSpec, job_file: Path) -> str:
             ) from None
         digest.update(f"graph-sha256:{content}".encode())
     return digest.hexdigest()
+
+
+def graph_path(spec: JobSpec, job_file: Path) -> tuple[Path, bool] | None:
+    """The graph file (relative paths start at the job file's folder) and whether it
+    lies inside that folder; ``None`` for a generated graph."""
+    if spec.graph.path is None:
+        return None
+    base = job_file.resolve().parent
+    path = base / spec.graph.path
+    try:
+        inside = path.resolve().is_relative_to(base)
+    except (OSError, RuntimeError):  # a symlink loop: not readable anyway
+        inside = False
+    return path, inside
+
+
+def memory_limit(spec: JobSpec) -> int | None:
+    """``[limits] max_host_memory_gib`` in bytes, or ``None`` (what the machine has)."""
+    gib = spec.limits.max_host_memory_gib
+    return None if gib is None else int(gib * GIB)
 
 
 def load_job_graph(spec: JobSpec, job_file: Path) -> CsrGraph:

@@ -10,9 +10,9 @@ import importlib
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigurationError, ValidationError
-from ..graphs import CsrGraph, load_scipy_npz
-from .spec import GraphSection
+from ...errors import ConfigurationError, ValidationError
+from ...graphs import CsrGraph, load_scipy_npz
+from ..spec import GraphSection
 
 #: Edge-table formats by suffix, each read by pyarrow.
 TABLE_SUFFIXES = {

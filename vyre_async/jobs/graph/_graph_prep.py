@@ -18,14 +18,14 @@ from typing import Literal
 import anyio
 import anyio.abc
 
-from ..algorithms.rmat import MAX_DEVICE_RMAT_KEYS, rmat_on_device
-from ..backends import BackendKind, DeviceSelector, open_backend
-from ..errors import VyreError
-from ..graphs import CsrGraph, RmatParams, rmat, rmat_params, with_uniform_weights
-from ..logging import get_logger
+from ...algorithms.rmat import MAX_DEVICE_RMAT_KEYS, rmat_on_device
+from ...backends import BackendKind, DeviceSelector, open_backend
+from ...errors import VyreError
+from ...graphs import CsrGraph, RmatParams, rmat, rmat_params, with_uniform_weights
+from ...logging import get_logger
+from ..spec import JobSpec
 from ._graph_cache import load_cached_rmat, save_cached_rmat
 from ._graph_source import load_job_graph
-from .spec import JobSpec
 
 _log = get_logger("vyre_async.jobs")
 
