@@ -15,10 +15,7 @@ from job_files import committed, expected_reach, job_file, random_sources, rmat_
 
 from vyre_async.errors import ConfigurationError
 from vyre_async.jobs import JobRunner, load_job, read_records
-from vyre_async.jobs._layout import CHUNKS_WRITTEN_AT_ONCE
-from vyre_async.jobs._record_parts import ColumnRecords
-from vyre_async.jobs._records import record_layout
-from vyre_async.jobs._store import ResultStore
+from vyre_async.jobs.output import CHUNKS_WRITTEN_AT_ONCE, ColumnRecords, ResultStore, record_layout
 
 LAYOUT = record_layout(["reach"])
 

@@ -20,11 +20,9 @@ from ..logging import get_logger
 from ._committer import Outcomes
 from ._execute import block_records, reads_counts
 from ._items import ItemBlock
-from ._record_parts import RecordPart
-from ._records import ItemRecord
 from ._retry import retry_delay
-from ._store import ResultStore
 from ._targets import BlockTarget
+from .output import ItemRecord, RecordPart, ResultStore
 from .spec import JobSpec
 
 __all__ = ["TIMEOUT_CODE", "UNEXPECTED_CODE", "BlockAttempts", "failure_reason"]

@@ -24,11 +24,15 @@ from anyio.abc import ObjectReceiveStream, ObjectSendStream
 from anyio.streams.memory import MemoryObjectReceiveStream
 
 from ..errors import ConfigurationError
-from ._arrays import ArrayFileWriter
-from ._layout import CHUNKS_WRITTEN_AT_ONCE
 from ._progress import Progress
-from ._record_parts import ArrayRecords, RecordPart, item_count
-from ._store import ResultStore
+from .output import (
+    CHUNKS_WRITTEN_AT_ONCE,
+    ArrayFileWriter,
+    ArrayRecords,
+    RecordPart,
+    ResultStore,
+    item_count,
+)
 from .spec import OutputSection
 
 #: A block's records and how many of them are failures.

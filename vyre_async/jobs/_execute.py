@@ -17,8 +17,7 @@ import numpy as np
 
 from ..sessions import ResidentGraphSession
 from ._items import ItemBlock
-from ._record_parts import ArrayRecords, ColumnRecords, RecordPart
-from ._records import ItemRecord
+from .output import ArrayRecords, ColumnRecords, ItemRecord, RecordPart
 from .spec import WorkloadSection
 
 

@@ -36,10 +36,9 @@ from ..backends import BackendKind, DeviceSelector
 from ..cuda import call, load_driver
 from ..errors import ConfigurationError, ValidationError, VyreError
 from ..graphs import read_graph_header
-from ._columns import optional
 from ._items import check_sources, check_workloads, total_items
-from ._store import output_folder
 from .graph import graph_path, memory_limit
+from .output import optional, output_folder
 from .spec import JobSpec
 
 #: Host bytes per item: its committed flag (resume and the producer read it).

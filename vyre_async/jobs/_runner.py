@@ -64,17 +64,15 @@ from ._items import (
     total_items,
 )
 from ._local_devices import missing_device_reason
-from ._manifest_key import ManifestKey
 from ._metrics import JobMetrics, job_families, refresh_periodically
 from ._preflight import backend_unavailable_reason, check_job
 from ._progress import Progress
-from ._records import Manifest, record_layout
 from ._signals import exit_code, exiting_at_once_on_signals, next_signal, noting_signals
-from ._store import LOG_FILE, ResultStore
 from ._summary import EXIT_OK, JobSummary, Status, how_it_ended
 from ._targets import BlockTarget, LocalTarget
 from ._warmup import ContextWarmup
 from .graph import job_fingerprint, prepare_job_graph
+from .output import LOG_FILE, Manifest, ManifestKey, ResultStore, record_layout
 from .spec import JobSpec, resolve_sources
 
 _log = get_logger("vyre_async.jobs")

@@ -13,7 +13,7 @@ from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, overload
 
-from ..errors import ConfigurationError, UnsupportedFeatureError
+from ...errors import ConfigurationError, UnsupportedFeatureError
 from ._atomic import Folder
 from ._columns import (
     PYARROW_FIX,

@@ -31,7 +31,7 @@ from pathlib import Path
 import msgspec
 import numpy as np
 
-from ..errors import ConfigurationError
+from ...errors import ConfigurationError
 from ._atomic import Folder, NotPlainError
 from ._claim import foreign_entries, sort_unlisted
 from ._layout import ARRAYS_DIR, CHUNKS_DIR, MANIFEST_FILE

@@ -15,8 +15,8 @@ import re
 import secrets
 from pathlib import Path
 
-from ..errors import ConfigurationError
-from ..logging import get_logger
+from ...errors import ConfigurationError
+from ...logging import get_logger
 from ._atomic import TEMP_PREFIX, Folder, NotPlainError
 from ._layout import (
     ARRAYS_DIR,

@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from ..algorithms import lookup
+from ...algorithms import lookup
 from ._layout import ChunkFormat
 
 #: Version of the manifest and record layout (2: checksums, writer tokens; 3: every

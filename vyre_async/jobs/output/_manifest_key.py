@@ -24,8 +24,8 @@ from pathlib import Path
 
 import msgspec
 
-from .._files import FileTooLargeError, read_regular
-from ..errors import ConfigurationError
+from ..._files import FileTooLargeError, read_regular
+from ...errors import ConfigurationError
 from ._records import Manifest, ManifestMac
 
 #: The environment variable holding the key itself.

@@ -17,8 +17,8 @@ from typing import Any
 
 import msgspec
 
-from ..algorithms import kind_names
-from ..errors import ConfigurationError, VyreError
+from ...algorithms import kind_names
+from ...errors import ConfigurationError, VyreError
 from ._records import ItemRecord, RecordLayout
 
 _STRINGS = {"kind", "array", "error"}

@@ -52,8 +52,8 @@ import msgspec
 import numpy as np
 import numpy.typing as npt
 
-from ..errors import ConfigurationError
-from ..logging import get_logger
+from ...errors import ConfigurationError
+from ...logging import get_logger
 from ._arrays import ArrayFileWriter
 from ._atomic import Folder
 from ._claim import (

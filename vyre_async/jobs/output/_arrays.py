@@ -23,8 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from .._files import file_digest
-from ..errors import ConfigurationError
+from ..._files import file_digest
+from ...errors import ConfigurationError
 from ._atomic import Folder, NotPlainError
 from ._layout import ARRAY_PATH, ARRAYS_DIR, MANIFEST_FILE, array_name
 from ._records import FileEntry

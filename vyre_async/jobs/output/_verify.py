@@ -20,7 +20,7 @@ import msgspec
 import numpy as np
 import numpy.typing as npt
 
-from ..errors import ConfigurationError
+from ...errors import ConfigurationError
 from ._atomic import Folder, NotPlainError
 from ._columns import optional, parquet_table, table_records
 from ._layout import (

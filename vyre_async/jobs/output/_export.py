@@ -24,7 +24,7 @@ from typing import Any
 import msgspec
 import numpy as np
 
-from ..errors import ConfigurationError
+from ...errors import ConfigurationError
 from ._arrays import open_item_arrays
 from ._columns import arrow_schema, records_table
 from ._reading import committed_chunk_records
