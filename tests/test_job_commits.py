@@ -232,7 +232,7 @@ async def test_the_last_chunk_is_written_before_the_devices_close(
     and interval far away) is being written while the target is still open."""
     from contextlib import asynccontextmanager
 
-    from vyre_async.jobs import _executors
+    from vyre_async.jobs.runner import _executors
 
     written = anyio.Event()
     write = ResultStore.write_chunk

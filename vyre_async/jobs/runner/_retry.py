@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .spec import LimitsSection
+from ..spec import LimitsSection
 
 
 def retry_delay(limits: LimitsSection, attempt: int, rng: np.random.Generator) -> float:

@@ -14,12 +14,12 @@ from typing import Any, Protocol
 import msgspec
 import numpy as np
 
-from ..backends import BackendKind, DeviceSelector, open_devices
-from ..graphs import CsrGraph
-from ..sessions import BatchingConfig, ResidentGraphSession, resident_graph
-from ..telemetry import MetricFamily, telemetry_families
+from ...backends import BackendKind, DeviceSelector, open_devices
+from ...graphs import CsrGraph
+from ...sessions import BatchingConfig, ResidentGraphSession, resident_graph
+from ...telemetry import MetricFamily, telemetry_families
+from ..spec import WorkloadSection
 from ._execute import BlockExecutor, BlockResult
-from .spec import WorkloadSection
 
 
 class BlockTarget(Protocol):

@@ -14,9 +14,9 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from ..backends import BackendKind, DeviceSelector
-from ..cuda import call, load_driver
-from ..logging import get_logger
+from ...backends import BackendKind, DeviceSelector
+from ...cuda import call, load_driver
+from ...logging import get_logger
 
 __all__ = ["ContextWarmup"]
 

@@ -7,11 +7,11 @@ import sys
 
 import anyio
 
-from ..backends import BackendKind, DeviceSelector
-from ..errors import LifecycleError
+from ...backends import BackendKind, DeviceSelector
+from ...errors import LifecycleError
+from ..spec import load_job
 from ._runner import JobRunner
 from ._summary import JobSummary
-from .spec import load_job
 
 
 def run(

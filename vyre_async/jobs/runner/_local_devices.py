@@ -18,11 +18,11 @@ from __future__ import annotations
 
 import shlex
 
-from ..backends import BackendKind, DeviceSelector
-from ..cuda import call, load_driver
-from ..errors import VyreError
+from ...backends import BackendKind, DeviceSelector
+from ...cuda import call, load_driver
+from ...errors import VyreError
+from ..spec import JobSpec
 from ._preflight import backend_unavailable_reason
-from .spec import JobSpec
 
 
 def missing_device_reason(

@@ -14,9 +14,9 @@ from collections.abc import Iterator, Mapping
 import numpy as np
 import numpy.typing as npt
 
-from ..errors import ConfigurationError, ValidationError
-from ..graphs import CsrGraph
-from .spec import JobSpec, RandomSources, WorkloadSection
+from ...errors import ConfigurationError, ValidationError
+from ...graphs import CsrGraph
+from ..spec import JobSpec, RandomSources, WorkloadSection
 
 #: Random sources drawn per generator call. Part of the sources' definition (it
 #: orders the draws), so keep it fixed.

@@ -23,9 +23,8 @@ import anyio
 from anyio.abc import ObjectReceiveStream, ObjectSendStream
 from anyio.streams.memory import MemoryObjectReceiveStream
 
-from ..errors import ConfigurationError
-from ._progress import Progress
-from .output import (
+from ...errors import ConfigurationError
+from ..output import (
     CHUNKS_WRITTEN_AT_ONCE,
     ArrayFileWriter,
     ArrayRecords,
@@ -33,7 +32,8 @@ from .output import (
     ResultStore,
     item_count,
 )
-from .spec import OutputSection
+from ..spec import OutputSection
+from ._progress import Progress
 
 #: A block's records and how many of them are failures.
 Outcomes = tuple[list[RecordPart], int]

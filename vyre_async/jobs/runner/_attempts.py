@@ -15,15 +15,15 @@ from collections.abc import Callable
 import anyio
 import numpy as np
 
-from ..errors import DeviceLostError, VyreError
-from ..logging import get_logger
+from ...errors import DeviceLostError, VyreError
+from ...logging import get_logger
+from ..output import ItemRecord, RecordPart, ResultStore
+from ..spec import JobSpec
 from ._committer import Outcomes
 from ._execute import block_records, reads_counts
 from ._items import ItemBlock
 from ._retry import retry_delay
 from ._targets import BlockTarget
-from .output import ItemRecord, RecordPart, ResultStore
-from .spec import JobSpec
 
 __all__ = ["TIMEOUT_CODE", "UNEXPECTED_CODE", "BlockAttempts", "failure_reason"]
 

@@ -37,19 +37,22 @@ import msgspec
 import numpy as np
 from anyio.abc import ObjectReceiveStream, ObjectSendStream
 
-from .._groups import sole_vyre_error
-from .._lifecycle import Lifecycle
-from .._version import __version__
-from ..backends import BackendKind, DeviceSelector
-from ..errors import (
+from ..._groups import sole_vyre_error
+from ..._lifecycle import Lifecycle
+from ..._version import __version__
+from ...backends import BackendKind, DeviceSelector
+from ...errors import (
     ConfigurationError,
     DeviceLostError,
     UnsupportedFeatureError,
     VyreError,
 )
-from ..graphs import CsrGraph
-from ..logging import JsonLogFile, get_logger
-from ..telemetry import MetricFamily
+from ...graphs import CsrGraph
+from ...logging import JsonLogFile, get_logger
+from ...telemetry import MetricFamily
+from ..graph import job_fingerprint, prepare_job_graph
+from ..output import LOG_FILE, Manifest, ManifestKey, ResultStore, record_layout
+from ..spec import JobSpec, resolve_sources
 from ._attempts import BlockAttempts
 from ._committer import Committer, Outcomes
 from ._execute import BlockExecutor, execute_block
@@ -71,9 +74,6 @@ from ._signals import exit_code, exiting_at_once_on_signals, next_signal, noting
 from ._summary import EXIT_OK, JobSummary, Status, how_it_ended
 from ._targets import BlockTarget, LocalTarget
 from ._warmup import ContextWarmup
-from .graph import job_fingerprint, prepare_job_graph
-from .output import LOG_FILE, Manifest, ManifestKey, ResultStore, record_layout
-from .spec import JobSpec, resolve_sources
 
 _log = get_logger("vyre_async.jobs")
 

@@ -16,9 +16,9 @@ from typing import Any, Literal
 
 import anyio
 
-from ..errors import ConfigurationError
-from ..logging import get_logger
-from ..telemetry import MetricFamily, prometheus_collector, render_prometheus
+from ...errors import ConfigurationError
+from ...logging import get_logger
+from ...telemetry import MetricFamily, prometheus_collector, render_prometheus
 from ._metrics_server import METRICS_PATH, metrics_server
 
 _log = get_logger("vyre_async.jobs")

@@ -31,15 +31,15 @@ from typing import Literal
 
 import msgspec
 
-from .._memory import check_host_memory
-from ..backends import BackendKind, DeviceSelector
-from ..cuda import call, load_driver
-from ..errors import ConfigurationError, ValidationError, VyreError
-from ..graphs import read_graph_header
+from ..._memory import check_host_memory
+from ...backends import BackendKind, DeviceSelector
+from ...cuda import call, load_driver
+from ...errors import ConfigurationError, ValidationError, VyreError
+from ...graphs import read_graph_header
+from ..graph import graph_path, memory_limit
+from ..output import optional, output_folder
+from ..spec import JobSpec
 from ._items import check_sources, check_workloads, total_items
-from .graph import graph_path, memory_limit
-from .output import optional, output_folder
-from .spec import JobSpec
 
 #: Host bytes per item: its committed flag (resume and the producer read it).
 ITEM_BYTES = 1

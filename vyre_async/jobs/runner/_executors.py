@@ -14,12 +14,12 @@ from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, Protocol
 
-from ..backends import BackendKind, DeviceSelector
-from ..errors import ConfigurationError
-from ..graphs import CsrGraph
+from ...backends import BackendKind, DeviceSelector
+from ...errors import ConfigurationError
+from ...graphs import CsrGraph
+from ..spec import JobSpec
 from ._execute import BlockExecutor, reads_counts
 from ._targets import BlockTarget, local_target
-from .spec import JobSpec
 
 #: Executors defined above jobs: name -> the module that registers it when imported.
 PROVIDERS: dict[str, str] = {"ray": "vyre_async.cluster"}

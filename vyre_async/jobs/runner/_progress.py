@@ -15,7 +15,7 @@ import os
 import time
 from typing import TextIO
 
-from ..logging import get_logger, set_status_line
+from ...logging import get_logger, set_status_line
 
 _log = get_logger("vyre_async.jobs")
 _BAR = 24

@@ -15,10 +15,10 @@ from typing import Any
 
 import numpy as np
 
-from ..sessions import ResidentGraphSession
+from ...sessions import ResidentGraphSession
+from ..output import ArrayRecords, ColumnRecords, ItemRecord, RecordPart
+from ..spec import WorkloadSection
 from ._items import ItemBlock
-from .output import ArrayRecords, ColumnRecords, ItemRecord, RecordPart
-from .spec import WorkloadSection
 
 
 class BlockResult:
