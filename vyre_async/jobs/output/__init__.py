@@ -16,7 +16,8 @@ from ._audit import VerifyProblem as VerifyProblem
 from ._audit import VerifyReport as VerifyReport
 from ._audit import describe_report as describe_report
 from ._audit import verify_output as verify_output
-from ._columns import optional as optional
+from ._chunk_formats import ChunkFormat as ChunkFormat
+from ._chunk_formats import chunk_format_named as chunk_format_named
 from ._export import ExportedRecords as ExportedRecords
 from ._export import export_records as export_records
 from ._layout import CHUNKS_WRITTEN_AT_ONCE as CHUNKS_WRITTEN_AT_ONCE
@@ -40,6 +41,7 @@ __all__ = [
     "ArrayFileWriter",
     "ArrayRecords",
     "CHUNKS_WRITTEN_AT_ONCE",
+    "ChunkFormat",
     "ColumnRecords",
     "ExportedRecords",
     "ItemArrays",
@@ -52,13 +54,13 @@ __all__ = [
     "ResultStore",
     "VerifyProblem",
     "VerifyReport",
+    "chunk_format_named",
     "describe_report",
     "describe_run",
     "export_records",
     "item_count",
     "load_manifest_key",
     "open_item_arrays",
-    "optional",
     "output_folder",
     "read_item_array",
     "read_records",

@@ -28,7 +28,7 @@ from ._layout import (
     ROOT_DIRS,
     ROOT_FILES,
     ROOT_TEMP,
-    ChunkFormat,
+    ChunkFormatName,
     own_uncommitted,
 )
 from ._manifest_key import ManifestKey, check_seal
@@ -145,7 +145,7 @@ def check_same_job(
     fingerprint: str,
     total_items: int,
     resume: bool,
-    chunk_format: ChunkFormat,
+    chunk_format: ChunkFormatName,
     key: ManifestKey | None,
 ) -> None:
     """Refuse to continue a job's folder of another format, without ``resume``, whose

@@ -1,9 +1,10 @@
-"""Records as columns: the Arrow schema of a folder's records, Parquet chunks, pandas.
+"""Records as columns: the Arrow schema of a folder's records, Arrow tables, pandas.
 
-pyarrow and pandas are optional: they are imported here, when a Parquet chunk is
-written or read or a table is asked for, and a missing one is reported with the
-package to install. Every chunk of a folder has the same schema (:func:`arrow_schema`
-of its :class:`~._records.RecordLayout`), whichever fields its items use: integers
+pyarrow and pandas are optional: they are imported when a Parquet chunk is written
+or read (see :mod:`._parquet`) or a table is asked for, and a missing one is
+reported with the package to install (:func:`optional`). Every chunk of a folder has
+the same schema (:func:`arrow_schema` of its :class:`~._records.RecordLayout`),
+whichever fields its items use: integers
 are ``int64``, ``kind``, ``array`` and ``error`` are strings, ``run_ms`` and the
 kinds' float columns are ``float64``, ``ok`` is a boolean; a field that does not
 apply to an item is null.
@@ -18,7 +19,7 @@ from typing import Any
 import msgspec
 
 from ...algorithms import kind_names
-from ...errors import ConfigurationError, VyreError
+from ...errors import VyreError
 from ._records import ItemRecord, RecordLayout
 
 _STRINGS = {"kind", "array", "error"}
@@ -122,29 +123,6 @@ def check_table(pa: Any, table: Any, layout: RecordLayout) -> Any:
     if not kinds <= known:
         raise ValueError(f"its column 'kind' holds {sorted(kinds - known)}")
     return table
-
-
-def parquet_bytes(lines: bytes, layout: RecordLayout) -> bytes:
-    """Records encoded as JSON lines, as a Parquet file (pyarrow's defaults: Snappy)."""
-    pa = optional("pyarrow", "writing Parquet chunks", ConfigurationError)
-    pq = optional("pyarrow.parquet", "writing Parquet chunks", ConfigurationError)
-    sink = pa.BufferOutputStream()
-    pq.write_table(json_lines_table(pa, lines, layout), sink)
-    data: bytes = sink.getvalue().to_pybytes()
-    return data
-
-
-def parquet_table(pa: Any, pq: Any, data: bytes, layout: RecordLayout) -> Any:
-    """The table of a Parquet chunk's bytes, checked (see :func:`check_table`).
-
-    Raises:
-        ValueError: The bytes are not Parquet, or not a table of records.
-    """
-    try:
-        table = pq.read_table(pa.BufferReader(data))
-    except (OSError, ValueError, pa.ArrowException) as exc:
-        raise ValueError(f"is not a Parquet file ({exc})") from None
-    return check_table(pa, table, layout)
 
 
 def to_pandas(table: Any, pd: Any) -> Any:

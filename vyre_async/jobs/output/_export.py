@@ -19,17 +19,17 @@ import secrets
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import msgspec
 import numpy as np
 
 from ...errors import ConfigurationError
 from ._arrays import open_item_arrays
-from ._columns import arrow_schema, records_table
+from ._chunk_formats import chunk_format_named
+from ._parquet import PARQUET
 from ._reading import committed_chunk_records
 from ._records import ItemRecord, RecordLayout
-from ._verify import open_output, parquet_modules
+from ._verify import open_output
 
 #: The formats an export writes, by the file's extension.
 EXPORT_FORMATS = {".csv": "csv", ".parquet": "parquet"}
@@ -99,12 +99,13 @@ def export_records(
             "names no format",
             fix="name the file .csv (CSV) or .parquet (Parquet), e.g. --to records.csv.",
         )
-    parquet = parquet_modules("exporting records to Parquet") if kind == "parquet" else None
+    if kind == "parquet":
+        PARQUET.check_available("exporting records to Parquet")
     source = Path(folder)
     root, manifest = open_output(source)
     root.close()
-    if manifest.chunk_format == "parquet":  # before anything is written
-        parquet_modules(f"reading the Parquet chunks of {source}")
+    reads = chunk_format_named(manifest.chunk_format)  # before anything is written
+    reads.check_available(f"reading the {reads.title} chunks of {source}")
     has_arrays = any(chunk.files for chunk in manifest.chunks)
     arrays_target = target.with_name(target.stem + ARRAYS_SUFFIX) if has_arrays else None
     for each in (target, arrays_target):
@@ -113,10 +114,11 @@ def export_records(
     try:
         with contextlib.ExitStack() as cleanup:
             records_temp = cleanup.enter_context(_temp_beside(target))
-            if parquet is None:
+            if kind == "csv":
                 count = _write_csv(source, records_temp, manifest.layout)
             else:
-                count = _write_parquet(source, records_temp, manifest.layout, *parquet)
+                chunks = committed_chunk_records(source)
+                count = PARQUET.write_file(records_temp, chunks, manifest.layout)
             arrays = 0
             if arrays_target is not None:
                 arrays_temp = cleanup.enter_context(_temp_beside(arrays_target))
@@ -234,15 +236,6 @@ def _csv_cell(value: object) -> object:
     if isinstance(value, bool):
         return "true" if value else "false"
     return value  # ints as they are; floats as repr, which reads back exactly
-
-
-def _write_parquet(run: Path, temp: Path, layout: RecordLayout, pa: Any, pq: Any) -> int:
-    count = 0
-    with pq.ParquetWriter(str(temp), arrow_schema(pa, layout)) as writer:
-        for records in committed_chunk_records(run):
-            writer.write_table(records_table(pa, records, layout))
-            count += len(records)
-    return count
 
 
 def _write_arrays(run: Path, temp: Path) -> int:

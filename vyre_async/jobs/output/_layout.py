@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import re
-from typing import Literal
+from typing import Literal, get_args
 
 from ._atomic import TEMP_PREFIX
 
-#: How a job's records are written: JSON lines, or Parquet (``[output] format``).
-ChunkFormat = Literal["jsonl", "parquet"]
+#: The names of the chunk formats (``[output] format``), each the suffix of its chunk
+#: files: JSON lines, or Parquet. Each format is a module (see :mod:`._chunk_formats`).
+ChunkFormatName = Literal["jsonl", "parquet"]
 
 MANIFEST_FILE = "manifest.json"
 SUMMARY_FILE = "summary.json"
@@ -23,7 +24,8 @@ ROOT_DIRS = {CHUNKS_DIR, ARRAYS_DIR}
 ROOT_TEMP = re.compile(rf"^{re.escape(TEMP_PREFIX)}\d+-(?:manifest|summary)\.json$")
 #: A committed chunk's name (number, writer token, format) and its array file's path,
 #: as the manifest lists them.
-CHUNK_NAME = re.compile(r"^(\d{6})-([0-9a-f]{8})\.(jsonl|parquet)$")
+_SUFFIXES = "|".join(get_args(ChunkFormatName))
+CHUNK_NAME = re.compile(rf"^(\d{{6}})-([0-9a-f]{{8}})\.({_SUFFIXES})$")
 ARRAY_PATH = re.compile(rf"^{ARRAYS_DIR}/(\d{{6}}-[0-9a-f]{{8}}\.npz)$")
 #: Chunks a run writes at once; they join the manifest in order, so a run that ends
 #: leaves at most this many written and unlisted, numbered from the manifest's count.
@@ -34,12 +36,12 @@ FOREIGN_FIX = (
 )
 
 
-def chunk_name(seq: int, writer: str, chunk_format: ChunkFormat) -> str:
+def chunk_name(seq: int, writer: str, chunk_format: ChunkFormatName) -> str:
     """The name of chunk number ``seq`` written by the run with token ``writer``."""
     return f"{seq:06d}-{writer}.{chunk_format}"
 
 
-def writing_names(listed: int, writer: str, chunk_format: ChunkFormat) -> tuple[str, ...]:
+def writing_names(listed: int, writer: str, chunk_format: ChunkFormatName) -> tuple[str, ...]:
     """The chunks a run with token ``writer`` may be writing while the manifest lists
     ``listed`` chunks: the next :data:`CHUNKS_WRITTEN_AT_ONCE`, numbered from ``listed``."""
     return tuple(

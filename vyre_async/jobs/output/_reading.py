@@ -13,16 +13,10 @@ from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, overload
 
-from ...errors import ConfigurationError, UnsupportedFeatureError
+from ...errors import UnsupportedFeatureError
 from ._atomic import Folder
-from ._columns import (
-    PYARROW_FIX,
-    json_lines_table,
-    optional,
-    parquet_table,
-    records_table,
-    to_pandas,
-)
+from ._chunk_formats import format_of_chunk
+from ._columns import PYARROW_FIX, optional, records_table, to_pandas
 from ._layout import CHUNKS_DIR
 from ._records import ItemRecord, Manifest
 from ._verify import chunk_records, damaged, open_output, read_chunk
@@ -114,12 +108,10 @@ def _table(folder: Path, pa: Any) -> Any:
         layout = manifest.layout
         for entry in manifest.chunks:
             data = read_chunk(folder, chunks, entry)
+            chunk_format = format_of_chunk(entry.name)
+            chunk_format.check_available(f"reading {chunk_format.title} chunks")
             try:
-                if entry.name.endswith(".parquet"):
-                    pq = optional("pyarrow.parquet", "reading Parquet chunks", ConfigurationError)
-                    tables.append(parquet_table(pa, pq, data, layout))
-                else:
-                    tables.append(json_lines_table(pa, data, layout))
+                tables.append(chunk_format.table(data, layout, pa))
             except ValueError as exc:
                 raise damaged(
                     folder, chunks.path / entry.name, f"does not hold valid records ({exc})"

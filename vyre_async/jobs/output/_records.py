@@ -18,7 +18,7 @@ from typing import Any, Literal
 import msgspec
 
 from ...algorithms import lookup
-from ._layout import ChunkFormat
+from ._layout import ChunkFormatName
 
 #: Version of the manifest and record layout (2: checksums, writer tokens; 3: every
 #: record field written, Parquet chunks, one array file per chunk; 4: the chunks being
@@ -219,7 +219,7 @@ class Manifest(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     fingerprint: str
     total_items: int
     writer: str
-    chunk_format: ChunkFormat
+    chunk_format: ChunkFormatName
     chunks: tuple[ChunkEntry, ...] = ()
     complete: bool = False
     records: RecordLayout | None = None

@@ -44,9 +44,9 @@ import contextlib
 import errno
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import BinaryIO, NamedTuple
+from typing import NamedTuple
 
 import msgspec
 import numpy as np
@@ -56,6 +56,7 @@ from ...errors import ConfigurationError
 from ...logging import get_logger
 from ._arrays import ArrayFileWriter
 from ._atomic import Folder
+from ._chunk_formats import chunk_format_named
 from ._claim import (
     check_same_job,
     classify,
@@ -66,7 +67,6 @@ from ._claim import (
     take_lock,
     unusable,
 )
-from ._columns import parquet_bytes
 from ._layout import (
     ARRAYS_DIR,
     CHUNKS_DIR,
@@ -75,15 +75,15 @@ from ._layout import (
     MANIFEST_FILE,
     ROOT_TEMP,
     SUMMARY_FILE,
-    ChunkFormat,
+    ChunkFormatName,
     chunk_name,
     own_uncommitted,
     writing_names,
 )
 from ._manifest_key import ManifestKey, seal
-from ._record_parts import ArrayRecords, RecordPart, encode_lines, item_ids, single_records
+from ._record_parts import ArrayRecords, RecordPart, item_ids, single_records
 from ._records import FORMAT_VERSION, ChunkEntry, FileEntry, ItemRecord, Manifest, RecordLayout
-from ._verify import parquet_modules, read_manifest, verify
+from ._verify import read_manifest, verify
 
 __all__ = ["LOG_FILE", "ResultStore", "output_folder"]
 
@@ -204,7 +204,7 @@ class ResultStore:
         total_items: int,
         resume: bool,
         layout: RecordLayout,
-        chunk_format: ChunkFormat = "jsonl",
+        chunk_format: ChunkFormatName = "jsonl",
         manifest_key: ManifestKey | None = None,
     ) -> ResultStore:
         """Claim a new or empty folder, or reopen a job's folder to resume it.
@@ -234,8 +234,8 @@ class ResultStore:
                 holds no job while ``resume`` is on; or cannot be written.
                 Or the format is Parquet and pyarrow is missing.
         """
-        if chunk_format == "parquet":  # before anything is created
-            parquet_modules(f"writing the Parquet chunks of job {job!r}")
+        writes = chunk_format_named(chunk_format)  # before anything is created
+        writes.check_available(f"writing the {writes.title} chunks of job {job!r}")
         created = False
         try:
             if not folder.exists():
@@ -292,7 +292,7 @@ class ResultStore:
         total_items: int,
         resume: bool,
         layout: RecordLayout,
-        chunk_format: ChunkFormat,
+        chunk_format: ChunkFormatName,
         key: ManifestKey | None,
     ) -> ResultStore:
         kinds = dict(root.entries())
@@ -509,17 +509,7 @@ class ResultStore:
                     raise
                 self._arrays.sync()  # the array file's rename, before the manifest names it
             name = chunk_name(seq, manifest.writer, manifest.chunk_format)
-            lines = encode_lines(records)
-            if manifest.chunk_format == "parquet":
-                data: bytes | Callable[[BinaryIO], None] = parquet_bytes(
-                    b"".join(lines), manifest.layout
-                )
-            else:
-
-                def data(file: BinaryIO) -> None:
-                    for piece in lines:
-                        file.write(piece)
-
+            data = chunk_format_named(manifest.chunk_format).encode(records, manifest.layout)
             size, sha256 = self._chunks.write(name, data, exclusive=True)
         except BaseException:
             self._stop_writing(ids)

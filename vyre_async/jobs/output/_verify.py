@@ -9,12 +9,10 @@ killed while checking leaves the folder as it was.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import msgspec
 import numpy as np
@@ -22,7 +20,7 @@ import numpy.typing as npt
 
 from ...errors import ConfigurationError
 from ._atomic import Folder, NotPlainError
-from ._columns import optional, parquet_table, table_records
+from ._chunk_formats import format_of_chunk
 from ._layout import (
     ARRAY_PATH,
     ARRAYS_DIR,
@@ -193,19 +191,11 @@ def read_chunk(folder: Path, chunks: Folder, entry: ChunkEntry) -> bytes:
     return data
 
 
-def parquet_modules(needed_for: str) -> tuple[Any, Any]:
-    """``(pyarrow, pyarrow.parquet)``, or a ConfigurationError saying what to install."""
-    return (
-        optional("pyarrow", needed_for, ConfigurationError),
-        optional("pyarrow.parquet", needed_for, ConfigurationError),
-    )
-
-
 def chunk_records(
     folder: Path, chunks: Folder, entry: ChunkEntry, layout: RecordLayout
 ) -> list[ItemRecord]:
     """The records of a committed chunk of ``layout``, checked against its checksum
-    (JSON lines or Parquet, by its name).
+    (in the format its name ends in: see :mod:`._chunk_formats`).
 
     Raises:
         ConfigurationError: It is missing, differs from its checksum or holds no
@@ -213,18 +203,12 @@ def chunk_records(
     """
     data = read_chunk(folder, chunks, entry)
     path = chunks.path / entry.name
+    chunk_format = format_of_chunk(entry.name)
     try:
-        if entry.name.endswith(".parquet"):
-            pa, pq = parquet_modules(f"reading the Parquet chunk {path}")
-            return table_records(pa, parquet_table(pa, pq, data, layout), layout)
-        return _decoder(layout.record_type).decode_lines(data)
+        chunk_format.check_available(f"reading the {chunk_format.title} chunk {path}")
+        return chunk_format.records(data, layout)
     except (msgspec.DecodeError, msgspec.ValidationError, ValueError) as exc:
         raise damaged(folder, path, f"does not hold valid records ({exc})") from None
-
-
-@functools.cache
-def _decoder(record_type: type[ItemRecord]) -> msgspec.json.Decoder[ItemRecord]:
-    return msgspec.json.Decoder(record_type)
 
 
 def verify(

@@ -37,7 +37,7 @@ from ...cuda import call, load_driver
 from ...errors import ConfigurationError, ValidationError, VyreError
 from ...graphs import read_graph_header
 from ..graph import graph_path, memory_limit
-from ..output import optional, output_folder
+from ..output import chunk_format_named, output_folder
 from ..spec import JobSpec
 from ._items import check_sources, check_workloads, total_items
 
@@ -102,14 +102,10 @@ def check_job(
         ConfigurationError: Naming the file, the path inside it and a fix.
     """
     file = Path(job_file)
-    if spec.output.format == "parquet":
-        optional(
-            "pyarrow.parquet",
-            f"{file}: $.output.format = 'parquet'",
-            ConfigurationError,
-            fix="install it: pip install 'vyre-async[parquet]', or set format = \"jsonl\" "
-            "in [output].",
-        )
+    chunk_format_named(spec.output.format).check_available(
+        f"{file}: $.output.format = {spec.output.format!r}",
+        instead='set format = "jsonl" in [output].',
+    )
     folder = None
     if out is not None or spec.output.dir is not None:
         folder = output_folder(file, spec.output.dir, out)
