@@ -45,8 +45,8 @@ import numpy as np
 import vyre_async as va
 from vyre_async.algorithms.rmat import rmat_on_device
 from vyre_async.graphs import RmatParams, rmat, rmat_params
-from vyre_async.jobs import _graph_cache, load_job
-from vyre_async.jobs._graph_prep import prepare_job_graph
+from vyre_async.jobs import load_job
+from vyre_async.jobs.graph import _graph_cache, prepare_job_graph
 from vyre_async.testing import capture_logs, gpu_unavailable_reason
 
 KINDS = ("host", "device", "cache", "job-first", "job-cached")

@@ -37,8 +37,8 @@ from vyre_async.jobs import (
     execute_block,
     load_job,
 )
-from vyre_async.jobs import _store as store_module
-from vyre_async.jobs import _verify as verify_module
+from vyre_async.jobs.output import _store as store_module
+from vyre_async.jobs.output import _verify as verify_module
 from vyre_async.sessions import ResidentGraphSession
 
 DELAY = float(os.environ.get("VYRE_TEST_BLOCK_DELAY", "0.01"))

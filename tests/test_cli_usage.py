@@ -194,7 +194,7 @@ def test_a_cuda_job_without_a_gpu_stops_before_loading_its_graph_with_the_cli_fi
 ) -> None:
     """[job] backend = "cuda", no GPU: exit 1 at once, Fix names --backend cpu, no folder."""
     loaded: list[object] = []
-    monkeypatch.setattr("vyre_async.jobs._runner.prepare_job_graph", _recorder(loaded))
+    monkeypatch.setattr("vyre_async.jobs.runner._runner.prepare_job_graph", _recorder(loaded))
     job = write_job(tmp_path, [{"kind": "reach", "sources": [0]}], job={"backend": "cuda"})
     assert main(["run", str(job)]) == 1
     err = capsys.readouterr().err
@@ -213,7 +213,7 @@ async def test_a_cuda_job_runner_without_a_gpu_refuses_before_loading_the_graph(
 ) -> None:
     """JobRunner(backend='cuda') raises UnsupportedFeatureError with the Python API's fix."""
     loaded: list[object] = []
-    monkeypatch.setattr("vyre_async.jobs._runner.prepare_job_graph", _recorder(loaded))
+    monkeypatch.setattr("vyre_async.jobs.runner._runner.prepare_job_graph", _recorder(loaded))
     job = await job_file(tmp_path, [{"kind": "reach", "sources": [0]}])
     spec = await anyio.to_thread.run_sync(load_job, job)
     runner = va.jobs.JobRunner(spec, job_file=job, backend="cuda")

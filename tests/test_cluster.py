@@ -15,7 +15,7 @@ from job_files import committed, expected_reach, item_array, job_file, random_so
 import vyre_async as va
 from vyre_async.graphs import save_npz
 from vyre_async.jobs import JobRunner, load_job
-from vyre_async.jobs._graph_source import graph_loads
+from vyre_async.jobs.graph import graph_loads
 from vyre_async.testing import capture_logs
 
 

@@ -19,7 +19,7 @@ from job_files import committed, job_file
 
 import vyre_async as va
 from vyre_async.jobs import JobMetrics, JobRunner, load_job
-from vyre_async.jobs._progress import Progress
+from vyre_async.jobs.runner._progress import Progress
 from vyre_async.kernels import axpy
 from vyre_async.testing import capture_logs
 

@@ -14,8 +14,8 @@ import trio.testing
 from job_files import committed, expected_reach, job_file, rmat_graph
 
 from vyre_async.jobs import ItemRecord, JobRunner, OutputSection, load_job
-from vyre_async.jobs._committer import Committer
-from vyre_async.jobs._progress import Progress
+from vyre_async.jobs.runner._committer import Committer
+from vyre_async.jobs.runner._progress import Progress
 from vyre_async.testing import capture_logs
 
 #: Seconds since the faked boot when a test starts.

@@ -14,9 +14,15 @@ from numpy.testing import assert_array_equal
 
 import vyre_async as va
 from vyre_async.graphs import rmat, rmat_params
-from vyre_async.jobs import JobRunner, _graph_cache, _graph_prep, _graph_source, load_job
-from vyre_async.jobs._graph_cache import load_cached_rmat, rmat_cache_path, save_cached_rmat
-from vyre_async.jobs._graph_prep import prepare_job_graph
+from vyre_async.jobs import JobRunner, load_job
+from vyre_async.jobs.graph import (
+    _graph_cache,
+    _graph_prep,
+    graph_loads,
+    job_fingerprint,
+    prepare_job_graph,
+)
+from vyre_async.jobs.graph._graph_cache import load_cached_rmat, rmat_cache_path, save_cached_rmat
 from vyre_async.testing import capture_logs, gpu_unavailable_reason
 
 WORKLOAD = [{"kind": "bfs", "sources": {"random": 120, "seed": 3}}]
@@ -154,11 +160,11 @@ async def test_a_file_graph_is_read_once_by_the_driver(tmp_path: Path) -> None:
     """A job over an .npz file calls the graph loader once and reports origin 'file'."""
     await anyio.to_thread.run_sync(va.graphs.save_npz, rmat(8, 8, 5), tmp_path / "g.npz")
     job = await job_file(tmp_path, WORKLOAD, graph={"kind": "npz", "path": "g.npz"})
-    loads = _graph_source.graph_loads()
+    loads = graph_loads()
     with capture_logs() as logs:
         summary = await _run(job, tmp_path / "out")
     assert summary.status == "complete"
-    assert _graph_source.graph_loads() == loads + 1
+    assert graph_loads() == loads + 1
     assert [e["origin"] for e in _events(logs, "graph_ready")] == ["file"]
 
 
@@ -170,9 +176,9 @@ def test_the_fingerprint_of_an_rmat_job_names_the_generator(
 
     job = write_job(tmp_path, WORKLOAD)
     spec = load_job(job)
-    before = _graph_source.job_fingerprint(spec, job)
+    before = job_fingerprint(spec, job)
     monkeypatch.setattr(va.graphs.RmatParams, "generator_version", 999)
-    assert _graph_source.job_fingerprint(spec, job) != before
+    assert job_fingerprint(spec, job) != before
 
 
 @pytest.mark.skipif(gpu_unavailable_reason() is None, reason="a GPU answers here: it builds there")

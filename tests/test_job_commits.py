@@ -15,10 +15,7 @@ from job_files import committed, expected_reach, job_file, random_sources, rmat_
 
 from vyre_async.errors import ConfigurationError
 from vyre_async.jobs import JobRunner, load_job, read_records
-from vyre_async.jobs._layout import CHUNKS_WRITTEN_AT_ONCE
-from vyre_async.jobs._record_parts import ColumnRecords
-from vyre_async.jobs._records import record_layout
-from vyre_async.jobs._store import ResultStore
+from vyre_async.jobs.output import CHUNKS_WRITTEN_AT_ONCE, ColumnRecords, ResultStore, record_layout
 
 LAYOUT = record_layout(["reach"])
 
@@ -235,7 +232,7 @@ async def test_the_last_chunk_is_written_before_the_devices_close(
     and interval far away) is being written while the target is still open."""
     from contextlib import asynccontextmanager
 
-    from vyre_async.jobs import _executors
+    from vyre_async.jobs.runner import _executors
 
     written = anyio.Event()
     write = ResultStore.write_chunk

@@ -10,7 +10,7 @@ import pytest
 
 from vyre_async.errors import ConfigurationError
 from vyre_async.jobs import register_executor
-from vyre_async.jobs._executors import _EXECUTORS, LocalExecutor, executor_for
+from vyre_async.jobs.runner._executors import _EXECUTORS, LocalExecutor, executor_for
 
 
 @pytest.fixture
@@ -26,7 +26,7 @@ def test_the_ray_executor_is_imported_only_when_a_job_asks_for_it() -> None:
     """Importing jobs leaves cluster unimported; asking for "ray" imports and finds it."""
     code = (
         "import sys\n"
-        "from vyre_async.jobs._executors import executor_for\n"
+        "from vyre_async.jobs.runner._executors import executor_for\n"
         "assert 'vyre_async.cluster' not in sys.modules, 'cluster imported eagerly'\n"
         "executor = executor_for('ray')\n"
         "assert 'vyre_async.cluster' in sys.modules\n"

@@ -14,7 +14,7 @@ import pytest
 from vyre_async.cli import main
 from vyre_async.errors import ConfigurationError
 from vyre_async.jobs import JobSpec, load_job
-from vyre_async.jobs._document_errors import document_errors
+from vyre_async.jobs.spec._document_errors import document_errors
 
 QUICKSTART = Path(__file__).resolve().parents[1] / "configs" / "quickstart.toml"
 

@@ -11,9 +11,9 @@ import pytest
 from job_files import write_job
 
 from vyre_async.cli import main
-from vyre_async.jobs import _graph_digest as graph_digest
 from vyre_async.jobs import load_job
-from vyre_async.jobs._graph_source import job_fingerprint
+from vyre_async.jobs.graph import _graph_digest as graph_digest
+from vyre_async.jobs.graph import job_fingerprint
 
 WORKLOAD = [{"kind": "reach", "sources": [0, 1, 2, 3]}]
 

@@ -19,9 +19,8 @@ from job_files import write_job
 import vyre_async as va
 from vyre_async.cli import main
 from vyre_async.jobs import read_records
-from vyre_async.jobs._atomic import Folder
-from vyre_async.jobs._records import RecordLayout, record_layout
-from vyre_async.jobs._store import ResultStore
+from vyre_async.jobs.output import RecordLayout, ResultStore, record_layout
+from vyre_async.jobs.output._atomic import Folder
 
 LAYOUT = record_layout(["reach"])
 

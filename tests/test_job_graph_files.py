@@ -18,7 +18,8 @@ from vyre_async.cli import main
 from vyre_async.errors import ConfigurationError
 from vyre_async.graphs import CsrGraph
 from vyre_async.jobs import JobRunner, load_job
-from vyre_async.jobs._graph_source import job_fingerprint, load_job_graph
+from vyre_async.jobs.graph import job_fingerprint
+from vyre_async.jobs.graph._graph_source import load_job_graph
 
 pa = pytest.importorskip("pyarrow", reason="pyarrow is not installed")
 pa_csv = pytest.importorskip("pyarrow.csv", reason="pyarrow has no CSV support here")

@@ -15,9 +15,7 @@ from job_files import write_job
 from vyre_async.cli import main
 from vyre_async.errors import ConfigurationError
 from vyre_async.jobs import ManifestKey, load_manifest_key, read_records
-from vyre_async.jobs._record_parts import ColumnRecords
-from vyre_async.jobs._records import record_layout
-from vyre_async.jobs._store import ResultStore
+from vyre_async.jobs.output import ColumnRecords, ResultStore, record_layout
 
 LAYOUT = record_layout(["reach"])
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import io
 
-from vyre_async.jobs._progress import Progress
+from vyre_async.jobs.runner._progress import Progress
 from vyre_async.testing import capture_logs
 
 

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from vyre_async.jobs._progress import Progress
+from vyre_async.jobs.runner._progress import Progress
 from vyre_async.logging import configure_logging, get_logger
 
 

@@ -28,9 +28,7 @@ from vyre_async.jobs import (
     read_item_array,
     read_records,
 )
-from vyre_async.jobs._record_parts import ArrayRecords
-from vyre_async.jobs._records import record_layout
-from vyre_async.jobs._store import ResultStore
+from vyre_async.jobs.output import ArrayRecords, ResultStore, record_layout
 from vyre_async.sessions import ResidentGraphSession
 
 LAYOUT = record_layout(["bfs"])

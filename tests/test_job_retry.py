@@ -12,7 +12,7 @@ from job_files import committed, job_file
 
 import vyre_async as va
 from vyre_async.jobs import BlockResult, JobRunner, LimitsSection, WorkloadSection, load_job
-from vyre_async.jobs._retry import retry_delay
+from vyre_async.jobs.runner._retry import retry_delay
 from vyre_async.sessions import ResidentGraphSession
 
 

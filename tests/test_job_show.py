@@ -12,8 +12,7 @@ from run_folders import MIXED, chunk_lines, manifest, run_mixed
 
 from vyre_async.cli import main
 from vyre_async.jobs import describe_run
-from vyre_async.jobs._records import record_layout
-from vyre_async.jobs._store import ResultStore
+from vyre_async.jobs.output import ResultStore, record_layout
 
 LAYOUT = record_layout(["reach"])
 

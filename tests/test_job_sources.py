@@ -11,7 +11,7 @@ from job_files import committed, expected_reach, job_file, rmat_graph
 
 import vyre_async as va
 from vyre_async.jobs import JobRunner, load_job
-from vyre_async.jobs._items import iter_blocks, sources_out_degree
+from vyre_async.jobs.runner._items import iter_blocks, sources_out_degree
 
 CONFIGS = Path(__file__).resolve().parents[1] / "configs"
 

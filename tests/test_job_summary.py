@@ -8,7 +8,7 @@ from typing import Literal
 
 import pytest
 
-from vyre_async.jobs._summary import how_it_ended
+from vyre_async.jobs.runner._summary import how_it_ended
 
 CHUNKS = Path("out") / "chunks"
 

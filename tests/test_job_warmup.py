@@ -11,8 +11,8 @@ import pytest
 from job_files import committed, expected_reach, job_file, random_sources, rmat_graph
 
 from vyre_async.jobs import JobRunner, load_job
-from vyre_async.jobs._execute import BlockResult
-from vyre_async.jobs._warmup import ContextWarmup
+from vyre_async.jobs.runner import BlockResult
+from vyre_async.jobs.runner._warmup import ContextWarmup
 
 sys.path.insert(0, str(Path(__file__).parent))
 import cuda_sim

@@ -14,7 +14,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from vyre_async.jobs import ItemRecord, read_records
-from vyre_async.jobs._record_parts import (
+from vyre_async.jobs.output import RecordLayout, ResultStore, record_layout
+from vyre_async.jobs.output._record_parts import (
     ArrayRecords,
     ColumnRecords,
     RecordPart,
@@ -22,8 +23,6 @@ from vyre_async.jobs._record_parts import (
     item_count,
     item_ids,
 )
-from vyre_async.jobs._records import RecordLayout, record_layout
-from vyre_async.jobs._store import ResultStore
 
 LAYOUT = record_layout(["reach"])
 

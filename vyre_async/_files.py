@@ -5,12 +5,14 @@ both would hang a loader or fill memory. :func:`open_regular` opens without
 blocking, checks the opened file (not the path, which could change in between) and
 refuses anything but a regular file. :func:`replace_atomically` writes a file so that
 readers see the old one or the whole new one, never a prefix (the cubin and graph
-caches).
+caches). :func:`file_digest` hashes what an open file holds, in blocks (a job's
+graph file, its output folder's chunks and array files).
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import stat
 import tempfile
@@ -21,6 +23,7 @@ from typing import BinaryIO
 __all__ = [
     "FileTooLargeError",
     "NotRegularFileError",
+    "file_digest",
     "open_regular",
     "read_regular",
     "replace_atomically",
@@ -33,6 +36,7 @@ _KINDS = (
     (stat.S_ISBLK, "a block device"),
     (stat.S_ISSOCK, "a socket"),
 )
+_HASH_BLOCK = 1 << 20
 
 
 class NotRegularFileError(OSError):
@@ -111,3 +115,13 @@ def replace_atomically(path: Path, write: Callable[[BinaryIO], object]) -> None:
             os.fsync(folder)
         finally:
             os.close(folder)
+
+
+def file_digest(file: BinaryIO) -> tuple[int, str]:
+    """``(size, SHA-256 hex)`` of what is left to read in ``file``, read in blocks."""
+    digest = hashlib.sha256()
+    size = 0
+    while block := file.read(_HASH_BLOCK):
+        digest.update(block)
+        size += len(block)
+    return size, digest.hexdigest()

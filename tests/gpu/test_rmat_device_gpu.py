@@ -15,7 +15,8 @@ from numpy.testing import assert_array_equal
 import vyre_async as va
 from vyre_async.algorithms.rmat import rmat_on_device
 from vyre_async.graphs import rmat, rmat_params
-from vyre_async.jobs import JobRunner, _graph_cache, load_job
+from vyre_async.jobs import JobRunner, load_job
+from vyre_async.jobs.graph import _graph_cache
 from vyre_async.testing import capture_logs
 
 

@@ -14,7 +14,7 @@ import sys
 from typing import Any
 
 from vyre_async.cli import main
-from vyre_async.jobs import _atomic
+from vyre_async.jobs.output import _atomic
 
 ROOM = 300
 

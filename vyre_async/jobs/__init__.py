@@ -8,51 +8,57 @@ output folder exactly once (:func:`run` does it in one synchronous call);
 DataFrame) and :func:`open_item_arrays` the full-result arrays of the items that wrote
 one; :func:`describe_run` and :func:`export_records` are what ``vyre-async show``
 prints and ``vyre-async export`` writes, and :func:`verify_output` checks the folder.
+
+The code is split by the stage of a job it serves, and this module re-exports the
+public API from the stages: ``spec/`` (what a job file is and how it is read),
+``graph/`` (the job's graph and its inputs), ``output/`` (the output folder: records,
+chunks in one module per format, the manifest) and ``runner/`` (checks, items,
+attempts, commits, signals, progress, metrics).
 """
 
-from ._arrays import ItemArrays as ItemArrays
-from ._arrays import open_item_arrays as open_item_arrays
-from ._arrays import read_item_array as read_item_array
-from ._audit import VerifyProblem as VerifyProblem
-from ._audit import VerifyReport as VerifyReport
-from ._audit import describe_report as describe_report
-from ._audit import verify_output as verify_output
-from ._execute import BlockExecutor as BlockExecutor
-from ._execute import BlockResult as BlockResult
-from ._execute import execute_block as execute_block
-from ._executors import Executor as Executor
-from ._executors import register_executor as register_executor
-from ._export import ExportedRecords as ExportedRecords
-from ._export import export_records as export_records
-from ._graph_source import graph_loads as graph_loads
-from ._items import total_items as total_items
-from ._load import load_job as load_job
-from ._local_devices import device_warning as device_warning
-from ._local_devices import missing_device_reason as missing_device_reason
-from ._manifest_key import ManifestKey as ManifestKey
-from ._manifest_key import load_manifest_key as load_manifest_key
-from ._metrics import JobMetrics as JobMetrics
-from ._metrics import serve_metrics as serve_metrics
-from ._preflight import JobCheck as JobCheck
-from ._preflight import backend_unavailable_reason as backend_unavailable_reason
-from ._preflight import check_job as check_job
-from ._reading import read_records as read_records
-from ._records import ItemRecord as ItemRecord
-from ._records import Manifest as Manifest
-from ._run_file import run as run
-from ._runner import JobRunner as JobRunner
-from ._show import describe_run as describe_run
-from ._signals import exiting_at_once_on_signals as exiting_at_once_on_signals
-from ._spec import BatchingSection as BatchingSection
-from ._spec import GraphSection as GraphSection
-from ._spec import JobSection as JobSection
-from ._spec import JobSpec as JobSpec
-from ._spec import LimitsSection as LimitsSection
-from ._spec import LoggingSection as LoggingSection
-from ._spec import OutputSection as OutputSection
-from ._spec import RandomSources as RandomSources
-from ._spec import WorkloadSection as WorkloadSection
-from ._summary import JobSummary as JobSummary
+from .graph import graph_loads as graph_loads
+from .output import ExportedRecords as ExportedRecords
+from .output import ItemArrays as ItemArrays
+from .output import ItemRecord as ItemRecord
+from .output import Manifest as Manifest
+from .output import ManifestKey as ManifestKey
+from .output import VerifyProblem as VerifyProblem
+from .output import VerifyReport as VerifyReport
+from .output import describe_report as describe_report
+from .output import describe_run as describe_run
+from .output import export_records as export_records
+from .output import load_manifest_key as load_manifest_key
+from .output import open_item_arrays as open_item_arrays
+from .output import read_item_array as read_item_array
+from .output import read_records as read_records
+from .output import verify_output as verify_output
+from .runner import BlockExecutor as BlockExecutor
+from .runner import BlockResult as BlockResult
+from .runner import Executor as Executor
+from .runner import JobCheck as JobCheck
+from .runner import JobMetrics as JobMetrics
+from .runner import JobRunner as JobRunner
+from .runner import JobSummary as JobSummary
+from .runner import backend_unavailable_reason as backend_unavailable_reason
+from .runner import check_job as check_job
+from .runner import device_warning as device_warning
+from .runner import execute_block as execute_block
+from .runner import exiting_at_once_on_signals as exiting_at_once_on_signals
+from .runner import missing_device_reason as missing_device_reason
+from .runner import register_executor as register_executor
+from .runner import run as run
+from .runner import serve_metrics as serve_metrics
+from .runner import total_items as total_items
+from .spec import BatchingSection as BatchingSection
+from .spec import GraphSection as GraphSection
+from .spec import JobSection as JobSection
+from .spec import JobSpec as JobSpec
+from .spec import LimitsSection as LimitsSection
+from .spec import LoggingSection as LoggingSection
+from .spec import OutputSection as OutputSection
+from .spec import RandomSources as RandomSources
+from .spec import WorkloadSection as WorkloadSection
+from .spec import load_job as load_job
 
 __all__ = [
     "BatchingSection",

@@ -1,0 +1,114 @@
+"""A job's graph: generated or loaded as its file says, and what identifies it.
+
+The driver loads it once (see :mod:`._graph_prep`); Ray actors get it through the
+object store and never call :func:`load_job_graph`, which counts its calls so that a
+test can check exactly that.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from pathlib import Path
+
+import msgspec
+
+from ..._memory import GIB
+from ...errors import ConfigurationError
+from ...graphs import (
+    CsrGraph,
+    RmatParams,
+    load_edge_list,
+    load_matrix_market,
+    load_npz,
+    rmat,
+)
+from ..spec import JobSpec
+from ._graph_digest import graph_file_sha256
+from ._graph_files import load_scipy_npz_graph, load_table_graph
+
+_loads = 0
+_loads_lock = threading.Lock()
+
+
+def graph_loads() -> int:
+    """Calls of :func:`load_job_graph` in this process so far."""
+    return _loads
+
+
+def job_fingerprint(spec: JobSpec, job_file: Path) -> str:
+    """Hash of what determines a job's results: its graph (the file's content, for a
+    graph read from a file) and workloads (blocking).
+
+    The graph file's SHA-256 comes from the graph cache while the file's size and
+    times are those it was hashed at; otherwise the file is read once more (see
+    :mod:`._graph_digest`).
+
+    Raises:
+        ConfigurationError: The graph file cannot be read.
+    """
+    digest = hashlib.sha256(msgspec.json.encode([spec.graph, spec.workload]))
+    if spec.graph.kind == "rmat":  # another generator draws another graph from one seed
+        digest.update(f"rmat-generator:{RmatParams.generator_version}".encode())
+    if spec.graph.path is not None:
+        path = job_file.parent / spec.graph.path
+        try:
+            content = graph_file_sha256(path)
+        except OSError as exc:
+            raise ConfigurationError(
+                f"{job_file}: $.graph.path: {path} cannot be read ({exc.strerror or exc})",
+                fix="check the path; it is relative to the job file's folder.",
+            ) from None
+        digest.update(f"graph-sha256:{content}".encode())
+    return digest.hexdigest()
+
+
+def graph_path(spec: JobSpec, job_file: Path) -> tuple[Path, bool] | None:
+    """The graph file (relative paths start at the job file's folder) and whether it
+    lies inside that folder; ``None`` for a generated graph."""
+    if spec.graph.path is None:
+        return None
+    base = job_file.resolve().parent
+    path = base / spec.graph.path
+    try:
+        inside = path.resolve().is_relative_to(base)
+    except (OSError, RuntimeError):  # a symlink loop: not readable anyway
+        inside = False
+    return path, inside
+
+
+def memory_limit(spec: JobSpec) -> int | None:
+    """``[limits] max_host_memory_gib`` in bytes, or ``None`` (what the machine has)."""
+    gib = spec.limits.max_host_memory_gib
+    return None if gib is None else int(gib * GIB)
+
+
+def load_job_graph(spec: JobSpec, job_file: Path) -> CsrGraph:
+    """The job's graph: generated, or read from the file its path names (blocking)."""
+    global _loads
+    with _loads_lock:  # it runs in worker threads
+        _loads += 1
+    graph = spec.graph
+    if graph.kind == "rmat":
+        if graph.scale is None:  # the spec's rules make this unreachable
+            raise ConfigurationError(f"{job_file}: $.graph.scale is missing", fix="set scale.")
+        return rmat(graph.scale, graph.edge_factor, graph.seed, weights=graph.weights)
+    where = graph_path(spec, job_file)
+    if where is None:
+        raise ConfigurationError(f"{job_file}: $.graph.path is missing", fix="set path.")
+    # Files outside the job's folder are read, but errors quote none of their lines.
+    path, inside = where
+    limit = memory_limit(spec)
+    if graph.kind == "mtx":
+        return load_matrix_market(
+            path, symmetric=graph.symmetric, memory_limit=limit, quote_lines=inside
+        )
+    if graph.kind == "npz":
+        return load_npz(path, memory_limit=limit, quote_lines=inside)
+    if graph.kind == "scipy_npz":
+        return load_scipy_npz_graph(
+            path, graph, f"{job_file}: $.graph", memory_limit=limit, quote_lines=inside
+        )
+    if graph.kind == "table":
+        return load_table_graph(path, graph, f"{job_file}: $.graph")
+    return load_edge_list(path, symmetric=graph.symmetric, memory_limit=limit, quote_lines=inside)
