@@ -6,7 +6,8 @@ changes between levels lives in an eight-word ``int32`` state block on the devic
 (indexed by the ``STATE_*`` constants). The CUDA C is in this package's ``.cu`` files.
 
 The query kinds ``bfs``, ``khop`` and ``reach`` (:data:`BFS`, :data:`KHOP`,
-:data:`REACH`) run one query with it and many with :mod:`..msbfs`.
+:data:`REACH`) run one query with it and many with :mod:`..msbfs`. After a traversal,
+:func:`traverse_with_parents` pulls a BFS parent per vertex from the in-edges.
 """
 
 from ...kernels import register_builtin as _register_builtin
@@ -24,6 +25,8 @@ from ._kinds import KhopParams as KhopParams
 from ._kinds import ReachParams as ReachParams
 from ._kinds import Readback as Readback
 from ._kinds import reached_vertices as reached_vertices
+from ._parents import ParentsScratch as ParentsScratch
+from ._parents import traverse_with_parents as traverse_with_parents
 from ._run import BfsScratch as BfsScratch
 from ._run import level_steps as level_steps
 from ._run import traverse as traverse
@@ -50,6 +53,7 @@ __all__ = [
     "BfsScratch",
     "KHOP",
     "KhopParams",
+    "ParentsScratch",
     "REACH",
     "ReachParams",
     "Readback",
@@ -68,4 +72,5 @@ __all__ = [
     "level_steps",
     "reached_vertices",
     "traverse",
+    "traverse_with_parents",
 ]

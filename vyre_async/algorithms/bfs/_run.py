@@ -37,7 +37,7 @@ class BfsScratch:
         self.more: PreparedSequence | None = None
 
     @property
-    def buffers(self) -> tuple[ResidentBuffer, ResidentBuffer]:
+    def buffers(self) -> tuple[ResidentBuffer, ...]:
         """The levels and state buffers."""
         return (self.levels, self.state)
 
