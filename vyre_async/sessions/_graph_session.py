@@ -367,17 +367,68 @@ class ResidentGraphSession(BatchedQueries, AsyncLifecycle):
         )
         return levels
 
+    @overload
     async def khop(
-        self, source: int, k: int, *, priority: int = 0, queue_timeout: float | None = None
-    ) -> np.ndarray:
+        self,
+        source: int,
+        k: int,
+        *,
+        out: None = None,
+        priority: int = 0,
+        queue_timeout: float | None = None,
+    ) -> np.ndarray: ...
+
+    @overload
+    async def khop(
+        self,
+        source: int,
+        k: int,
+        *,
+        out: Any,
+        priority: int = 0,
+        queue_timeout: float | None = None,
+    ) -> int: ...
+
+    async def khop(
+        self,
+        source: int,
+        k: int,
+        *,
+        out: Any = None,
+        priority: int = 0,
+        queue_timeout: float | None = None,
+    ) -> np.ndarray | int:
         """Vertices within ``k`` hops of ``source`` (the source included), sorted int32.
 
-        ``priority`` and ``queue_timeout`` apply with batching, as for :meth:`bfs`.
+        A query that runs alone (without batching, or with ``out``) compacts the set
+        from the traversal's levels on the device, so only the set comes back, not a
+        level per vertex. With ``out`` it is written into that array and only its
+        length comes back: into a device array (a ``ResidentBuffer``; on the CUDA
+        backend a CuPy, PyTorch or JAX array) nothing else leaves the device, which is
+        what a GPU pipeline that carries on from the set (PyTorch Geometric's, say)
+        wants. ``out`` must be int32, C-contiguous and hold at least ``num_vertices``
+        elements; the first ``length`` are written, the rest left alone. A query with
+        ``out`` runs alone, never through the batcher.
+
+        ``priority`` and ``queue_timeout`` apply with batching (without ``out``), as
+        for :meth:`bfs`.
+
+        Returns:
+            The vertices as a new array; with ``out``, how many were written.
+
+        Raises:
+            ValidationError: ``source`` is out of range, ``k`` is not an int >= 0, or
+                ``out`` does not fit (nothing has run).
         """
         if isinstance(k, bool) or not isinstance(k, int) or k < 0:
             raise ValidationError(f"k must be a non-negative int, got {k!r}", fix="pass k >= 0.")
         self._check_source(source)
         params = KhopParams(k=k, readback="levels")
+        if out is not None:
+            length: int = await self._replicas.run(
+                lambda r: KHOP.run_one(r, params, int(source), out)
+            )
+            return length
         vertices: np.ndarray = await self._one(
             KHOP, params, int(source), None, priority, queue_timeout
         )

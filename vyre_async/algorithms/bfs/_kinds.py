@@ -5,7 +5,9 @@ single-source, direction-optimizing BFS of this package; many queries (a batch o
 concurrent callers, ``bfs_many``, a job's block) run as multi-source traversals
 (:mod:`..msbfs`), up to 1,024 sources per pass, cut into passes that fit the device
 memory budget. A ``"parents"`` readback adds a BFS parent per vertex, pulled from the
-in-edges on the device after the traversal (:mod:`._parents`).
+in-edges on the device after the traversal (:mod:`._parents`); a lone k-hop query's
+vertex set is compacted on the device (:mod:`._compact`), into a device array if the
+caller gives one.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from ..msbfs import (
     allocate_scratch,
     lane_chunks,
 )
+from ._compact import CompactScratch, check_vertex_out, compact_buffer_sizes, deliver_reached
 from ._parents import ParentsScratch, traverse_with_parents
 from ._run import BfsScratch, traverse
 from ._state import BFS_STATE_WORDS, BFS_UNLIMITED, STATE_LEVELS_RUN, STATE_REACHED
@@ -42,9 +45,11 @@ VertexId = Annotated[int, msgspec.Meta(ge=0, le=2**31 - 2)]
 #: the levels of ``targets`` only, or every vertex's level and BFS parent.
 Readback = Literal["levels", "counts", "targets", "parents"]
 
-#: The pool keys of a single-source traversal's scratch: plain, and with parents.
+#: The pool keys of a single-source traversal's scratch: plain, with parents, with the
+#: k-hop compaction.
 _SINGLE_KEY = ("bfs", "single")
 _PARENTS_KEY = ("bfs", "single", "parents")
+_COMPACT_KEY = ("bfs", "single", "compact")
 
 
 class BfsParams(Params, frozen=True, kw_only=True):
@@ -250,6 +255,18 @@ class KhopKind(_Traversal):
         k: int = params.k
         return k
 
+    async def run_one(
+        self, replica: Replica, params: Any, source: int | None, out: Any = None
+    ) -> Any:
+        """One query; with a ``"levels"`` readback its vertex set is compacted on the
+        device: returned as a new array, or written into ``out`` (a NumPy array, a
+        ``ResidentBuffer``, a device array) and its length returned."""
+        if source is None or self.readback(params) != "levels":
+            return await super().run_one(replica, params, source, out)
+        if out is not None:
+            check_vertex_out(out, replica.num_vertices, replica.backend)
+        return await _single_compact(replica, source, self.max_level(params), out)
+
     async def unpack(self, params: Any, row: np.ndarray) -> Any:
         """A levels row becomes the vertices it reached (off the event loop)."""
         if self.readback(params) == "levels":
@@ -327,6 +344,27 @@ async def _single_parents(replica: Replica, source: int, max_level: int) -> np.n
     return row
 
 
+async def _single_compact(replica: Replica, source: int, max_level: int, out: Any) -> Any:
+    """A single-source traversal whose vertex set is compacted on the device: a new
+    array, or its length once written into ``out``."""
+    key: Hashable = _COMPACT_KEY
+    scratch: CompactScratch | None = replica.pooled(key)
+    if scratch is None:
+        scratch = await replica.scratch(key, lambda: _compact_scratch(replica))
+    try:
+        async with replica.measure() as run:
+            words, run.device_ns = await traverse(
+                replica.backend, replica.buffers, scratch, source, max_level, replica.check
+            )
+            run.levels = int(words[STATE_LEVELS_RUN])
+            count = int(words[STATE_REACHED])
+            vertices = await deliver_reached(replica.backend, scratch, count, out)
+    finally:
+        if not replica.give_back(key, scratch):
+            await replica.release(key, scratch, keep=True)
+    return count if vertices is None else vertices
+
+
 async def _allocate(replica: Replica, words: list[int]) -> list[ResidentBuffer]:
     """int32 buffers of ``words`` elements each; none is left allocated on an error."""
     backend = replica.backend
@@ -345,6 +383,13 @@ async def _parents_scratch(replica: Replica) -> ParentsScratch:
     n = replica.num_vertices
     levels, state, parents = await _allocate(replica, [n, BFS_STATE_WORDS, n])
     return ParentsScratch(levels, state, parents)
+
+
+async def _compact_scratch(replica: Replica) -> CompactScratch:
+    n = replica.num_vertices
+    tiles, vertices = compact_buffer_sizes(n)
+    levels, state, counts, output = await _allocate(replica, [n, BFS_STATE_WORDS, tiles, vertices])
+    return CompactScratch(levels, state, counts, output)
 
 
 async def _single_scratch(replica: Replica) -> BfsScratch:
