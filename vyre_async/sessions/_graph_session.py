@@ -12,8 +12,8 @@ its work runs again on the others.
 
 The session knows no kind: :meth:`ResidentGraphSession.query` and
 :meth:`~ResidentGraphSession.query_many` run any registered kind, and the typed
-methods (``bfs``, ``khop``, ``reach_count``, ``pagerank``, ``bfs_many``, ``sssp``,
-``sssp_many``) are thin calls into their kinds' units.
+methods (``bfs``, ``khop``, ``reach_count``, ``path``, ``pagerank``, ``bfs_many``,
+``sssp``, ``sssp_many``) are thin calls into their kinds' units.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ import numpy as np
 from .._lifecycle import AsyncLifecycle, BackgroundTasks, LifecycleState
 from ..algorithms import DEFAULT_QUERY_BUDGET, Params, QueryKind, lookup
 from ..algorithms.bfs import BFS, KHOP, REACH, BfsParams, KhopParams, ReachParams, Readback
+from ..algorithms.bfs_path import BFS_PATH, BfsPathParams
 from ..algorithms.pagerank import PAGERANK, PagerankParams
 from ..algorithms.sssp import SSSP, SsspParams
 from ..backends import Backend, DeviceGroup, check_out, is_foreign
@@ -444,6 +445,27 @@ class ResidentGraphSession(BatchedQueries, AsyncLifecycle):
         self._check_source(source)
         count: int = await self._one(REACH, _REACH, int(source), None, priority, queue_timeout)
         return count
+
+    async def path(self, source: int, target: int) -> np.ndarray:
+        """One shortest path (fewest edges) from ``source`` to ``target``.
+
+        A BFS from ``source`` that stops once ``target`` has a level, then a walk back
+        from ``target`` on the device, each step to the first in-neighbour (in the
+        graph's order) one level closer: the path :meth:`bfs`'s parents give. Only the
+        path comes back. Path queries are not batched; each runs alone.
+
+        Returns:
+            int32 vertex ids from ``source`` to ``target`` (its length minus one is
+            ``target``'s BFS level); ``[source]`` when they are the same vertex; empty
+            when ``target`` is unreachable.
+
+        Raises:
+            ValidationError: ``source`` or ``target`` is out of range.
+        """
+        self._check_source(source)
+        params = self._params(BFS_PATH, BfsPathParams(target=target))
+        path: np.ndarray = await self._one(BFS_PATH, params, int(source), None, 0, None)
+        return path
 
     async def pagerank(
         self,
