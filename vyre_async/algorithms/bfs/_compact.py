@@ -8,7 +8,8 @@ tiles, a scatter), in the traversal's order on the device, and then:
   not one per vertex);
 - into a device array (a ``ResidentBuffer``, or on the CUDA backend a CuPy, PyTorch
   or JAX array), the scatter writes straight into it: nothing reaches the host but
-  the traversal's state words.
+  the traversal's state words, and the host waits twice in all (for the traversal,
+  then for the compaction).
 
 The set's length is the traversal's reached count, known from its state words before
 the compaction runs.
@@ -92,9 +93,12 @@ async def deliver_reached(
         scratch.offsets = backend.prepare_repeated(offsets, [])
         scratch.compact = backend.prepare_repeated([*offsets, scatter], [])
     if isinstance(out, ResidentBuffer) or (is_foreign(out) and _host_view(out) is None):
-        await scratch.offsets.run(0)
+        # Not awaited: the scatter waits for the tile offsets on the device (a dispatch is
+        # ordered after unfinished work on its buffers), so the host waits once, for both.
+        offsets = scratch.offsets.submit(0)
         bindings = {"levels": scratch.levels, "tile_offsets": scratch.tiles, "out": out}
         await backend.dispatch(khop_scatter, bindings)
+        await offsets  # finished before the scatter started
         return None
     await scratch.compact.run(0)
     if out is None:
