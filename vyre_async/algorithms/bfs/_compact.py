@@ -95,10 +95,10 @@ async def deliver_reached(
     if isinstance(out, ResidentBuffer) or (is_foreign(out) and _host_view(out) is None):
         # Not awaited: the scatter waits for the tile offsets on the device (a dispatch is
         # ordered after unfinished work on its buffers), so the host waits once, for both.
-        offsets = scratch.offsets.submit(0)
+        pending = scratch.offsets.submit(0)
         bindings = {"levels": scratch.levels, "tile_offsets": scratch.tiles, "out": out}
         await backend.dispatch(khop_scatter, bindings)
-        await offsets  # finished before the scatter started
+        await pending  # finished before the scatter started
         return None
     await scratch.compact.run(0)
     if out is None:
