@@ -198,8 +198,6 @@ async def bench_graph(
             result["pyg_over_bfs_many_levels"] = (
                 result["pyg_k_hop_subgraph_ms"] / result["bfs_many_levels_ms_per_query"]
             )
-        stats = session.stats()
-        result["host_syncs_per_run"] = stats.host_syncs_per_run
     print(
         f"  {graph.num_vertices} vertices: khop(out={out.name}) "
         f"{result['khop_device_out_ms']:.3f} ms, khop (host) {result['khop_host_ms']:.3f} ms"
