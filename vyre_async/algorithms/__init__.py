@@ -2,6 +2,8 @@
 
 - :mod:`~vyre_async.algorithms.bfs`: direction-optimizing single-source BFS, and the
   query kinds ``bfs``, ``khop`` and ``reach``.
+- :mod:`~vyre_async.algorithms.bfs_path`: one shortest path (fewest edges) from a
+  source to a target, the ``bfs_path`` kind.
 - :mod:`~vyre_async.algorithms.msbfs`: multi-source BFS, 64 sources per lane word
   (how many traversal queries run at once), and the multi-query planner.
 - :mod:`~vyre_async.algorithms.pagerank`: pull PageRank in float32, the ``pagerank`` kind.
@@ -21,6 +23,7 @@ kinds (:class:`QueryKind`): sessions, jobs and the Ray executor find a kind with
 """
 
 from . import bfs as bfs
+from . import bfs_path as bfs_path
 from . import components as components
 from . import egraph as egraph
 from . import msbfs as msbfs
@@ -50,6 +53,7 @@ __all__ = [
     "Scratch",
     "Summary",
     "bfs",
+    "bfs_path",
     "components",
     "egraph",
     "kind_names",

@@ -64,12 +64,16 @@ async def run_prepared(
     *,
     scalars: Mapping[str, Any] | None = None,
     check: Callable[[], None] = lambda: None,
+    first_batch: int = FIRST_BATCH,
 ) -> tuple[np.ndarray, int]:
     """:func:`run_until_done` over batches prepared by :func:`prepare_batches`.
 
     ``scalars`` go to the first batch's prefix (a traversal's source, say).
+    ``first_batch`` is the first batch's repeats: fewer where the work is known to be
+    done sooner (a traversal limited to ``k < FIRST_BATCH`` levels needs ``k``), so no
+    empty repeats run; later batches double from it (at least 1).
     """
-    batch = FIRST_BATCH
+    batch = first_batch
     device_ns = 0
     sequence = first
     while True:
@@ -79,4 +83,4 @@ async def run_prepared(
         if words[done_index]:
             return words, device_ns
         sequence, scalars = more, None
-        batch = min(batch * 2, MAX_BATCH)
+        batch = min(max(batch * 2, 1), MAX_BATCH)

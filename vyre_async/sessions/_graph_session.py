@@ -12,15 +12,15 @@ its work runs again on the others.
 
 The session knows no kind: :meth:`ResidentGraphSession.query` and
 :meth:`~ResidentGraphSession.query_many` run any registered kind, and the typed
-methods (``bfs``, ``khop``, ``reach_count``, ``pagerank``, ``bfs_many``, ``sssp``,
-``sssp_many``, ``components``, ``component_sizes``) are thin calls into their kinds'
-units.
+methods (``bfs``, ``khop``, ``reach_count``, ``path``, ``pagerank``, ``bfs_many``,
+``sssp``, ``sssp_many``, ``components``, ``component_sizes``) are thin calls into their
+kinds' units.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal, Self
+from typing import Any, Literal, Self, overload
 
 import anyio
 import numpy as np
@@ -28,6 +28,7 @@ import numpy as np
 from .._lifecycle import AsyncLifecycle, BackgroundTasks, LifecycleState
 from ..algorithms import DEFAULT_QUERY_BUDGET, Params, QueryKind, lookup
 from ..algorithms.bfs import BFS, KHOP, REACH, BfsParams, KhopParams, ReachParams, Readback
+from ..algorithms.bfs_path import BFS_PATH, BfsPathParams
 from ..algorithms.components import (
     COMPONENTS,
     ComponentSizes,
@@ -50,6 +51,7 @@ __all__ = ["DEFAULT_QUERY_BUDGET", "BatchingConfig", "ResidentGraphSession"]
 
 #: The parameters of the typed traversal methods that take none: valid on any graph.
 _BFS_LEVELS = BfsParams(readback="levels")
+_BFS_PARENTS = BfsParams(readback="parents")
 _REACH = ReachParams()
 _COMPONENTS = ComponentsParams()
 
@@ -293,21 +295,52 @@ class ResidentGraphSession(BatchedQueries, AsyncLifecycle):
         return params
 
     # ---------------------------------------------------------- typed methods
+    @overload
     async def bfs(
         self,
         source: int,
         *,
+        parents: Literal[False] = False,
         out: np.ndarray | None = None,
         priority: int = 0,
         queue_timeout: float | None = None,
-    ) -> np.ndarray:
+    ) -> np.ndarray: ...
+
+    @overload
+    async def bfs(
+        self,
+        source: int,
+        *,
+        parents: Literal[True],
+        out: None = None,
+        priority: int = 0,
+        queue_timeout: float | None = None,
+    ) -> tuple[np.ndarray, np.ndarray]: ...
+
+    async def bfs(
+        self,
+        source: int,
+        *,
+        parents: bool = False,
+        out: np.ndarray | None = None,
+        priority: int = 0,
+        queue_timeout: float | None = None,
+    ) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
         """BFS levels from ``source``: int32, 0 at the source, -1 where unreachable.
 
         Direction-optimizing: levels switch to bottom-up when the frontier is large.
         With batching, concurrent calls share multi-source traversals.
 
+        With ``parents=True`` it returns ``(levels, parents)``: ``parents[v]`` is an
+        in-neighbour of ``v`` one level closer to the source (the first in ``v``'s
+        in-list, in the graph's order), -1 for the source and where unreachable, so
+        following parents from ``v`` walks a shortest path back to the source. They
+        are pulled from the in-edges on the device after the traversal, and come back
+        with the levels.
+
         Args:
             source: Source vertex.
+            parents: Also return each vertex's BFS parent (then ``out`` is not taken).
             out: Write the levels into this int32 array of ``num_vertices`` elements
                 and return it. A page-locked one (``cupyx.empty_pinned``) on the CUDA
                 backend takes them straight from the device, skipping the staging and
@@ -322,9 +355,20 @@ class ResidentGraphSession(BatchedQueries, AsyncLifecycle):
                 before it is rejected with DispatchError; ignored without batching.
 
         Raises:
-            ValidationError: ``source`` is out of range, or ``out`` does not fit.
+            ValidationError: ``source`` is out of range, ``out`` does not fit, or
+                ``out`` was given with ``parents=True``.
         """
         self._check_source(source)
+        if parents:
+            if out is not None:
+                raise ValidationError(
+                    "bfs(parents=True) returns two new arrays and takes no out=",
+                    fix="leave out= out, or call bfs(source, out=...) for the levels alone.",
+                )
+            tree: tuple[np.ndarray, np.ndarray] = await self._one(
+                BFS, _BFS_PARENTS, int(source), None, priority, queue_timeout
+            )
+            return tree
         if out is not None:
             check_out(out, np.dtype(np.int32), self._graph.num_vertices)
         levels: np.ndarray = await self._one(
@@ -332,17 +376,68 @@ class ResidentGraphSession(BatchedQueries, AsyncLifecycle):
         )
         return levels
 
+    @overload
     async def khop(
-        self, source: int, k: int, *, priority: int = 0, queue_timeout: float | None = None
-    ) -> np.ndarray:
+        self,
+        source: int,
+        k: int,
+        *,
+        out: None = None,
+        priority: int = 0,
+        queue_timeout: float | None = None,
+    ) -> np.ndarray: ...
+
+    @overload
+    async def khop(
+        self,
+        source: int,
+        k: int,
+        *,
+        out: Any,
+        priority: int = 0,
+        queue_timeout: float | None = None,
+    ) -> int: ...
+
+    async def khop(
+        self,
+        source: int,
+        k: int,
+        *,
+        out: Any = None,
+        priority: int = 0,
+        queue_timeout: float | None = None,
+    ) -> np.ndarray | int:
         """Vertices within ``k`` hops of ``source`` (the source included), sorted int32.
 
-        ``priority`` and ``queue_timeout`` apply with batching, as for :meth:`bfs`.
+        A query that runs alone (without batching, or with ``out``) compacts the set
+        from the traversal's levels on the device, so only the set comes back, not a
+        level per vertex. With ``out`` it is written into that array and only its
+        length comes back: into a device array (a ``ResidentBuffer``; on the CUDA
+        backend a CuPy, PyTorch or JAX array) nothing else leaves the device, which is
+        what a GPU pipeline that carries on from the set (PyTorch Geometric's, say)
+        wants. ``out`` must be int32, C-contiguous and hold at least ``num_vertices``
+        elements; the first ``length`` are written, the rest left alone. A query with
+        ``out`` runs alone, never through the batcher.
+
+        ``priority`` and ``queue_timeout`` apply with batching (without ``out``), as
+        for :meth:`bfs`.
+
+        Returns:
+            The vertices as a new array; with ``out``, how many were written.
+
+        Raises:
+            ValidationError: ``source`` is out of range, ``k`` is not an int >= 0, or
+                ``out`` does not fit (nothing has run).
         """
         if isinstance(k, bool) or not isinstance(k, int) or k < 0:
             raise ValidationError(f"k must be a non-negative int, got {k!r}", fix="pass k >= 0.")
         self._check_source(source)
         params = KhopParams(k=k, readback="levels")
+        if out is not None:
+            length: int = await self._replicas.run(
+                lambda r: KHOP.run_one(r, params, int(source), out)
+            )
+            return length
         vertices: np.ndarray = await self._one(
             KHOP, params, int(source), None, priority, queue_timeout
         )
@@ -358,6 +453,27 @@ class ResidentGraphSession(BatchedQueries, AsyncLifecycle):
         self._check_source(source)
         count: int = await self._one(REACH, _REACH, int(source), None, priority, queue_timeout)
         return count
+
+    async def path(self, source: int, target: int) -> np.ndarray:
+        """One shortest path (fewest edges) from ``source`` to ``target``.
+
+        A BFS from ``source`` that stops once ``target`` has a level, then a walk back
+        from ``target`` on the device, each step to the first in-neighbour (in the
+        graph's order) one level closer: the path :meth:`bfs`'s parents give. Only the
+        path comes back. Path queries are not batched; each runs alone.
+
+        Returns:
+            int32 vertex ids from ``source`` to ``target`` (its length minus one is
+            ``target``'s BFS level); ``[source]`` when they are the same vertex; empty
+            when ``target`` is unreachable.
+
+        Raises:
+            ValidationError: ``source`` or ``target`` is out of range.
+        """
+        self._check_source(source)
+        params = self._params(BFS_PATH, BfsPathParams(target=target))
+        path: np.ndarray = await self._one(BFS_PATH, params, int(source), None, 0, None)
+        return path
 
     async def pagerank(
         self,
@@ -416,8 +532,9 @@ class ResidentGraphSession(BatchedQueries, AsyncLifecycle):
             sources: One source per query (duplicates allowed): a sequence of ints
                 or a 1-D integer array.
             k: Hop limit (k-hop queries) or ``None`` for a full traversal.
-            readback: ``"levels"`` (every vertex), ``"counts"`` (reached vertices) or
-                ``"targets"`` (the levels of ``targets`` only).
+            readback: ``"levels"`` (every vertex), ``"counts"`` (reached vertices),
+                ``"targets"`` (the levels of ``targets`` only) or ``"parents"`` (every
+                vertex's BFS parent, as :meth:`bfs` gives them).
             targets: Vertices whose levels a ``"targets"`` readback returns.
             budget_bytes: Device bytes the graph plus one traversal may use (default:
                 the graph plus :data:`DEFAULT_QUERY_BUDGET`); larger query sets run as
@@ -426,9 +543,9 @@ class ResidentGraphSession(BatchedQueries, AsyncLifecycle):
             queue_timeout: With batching, as for :meth:`bfs` (per block).
 
         Returns:
-            int32 rows in ``sources`` order: ``(len(sources), V)`` levels,
+            int32 rows in ``sources`` order: ``(len(sources), V)`` levels (or parents),
             ``(len(sources), len(targets))`` target levels, or ``(len(sources),)``
-            counts; -1 where unreached.
+            counts; -1 where unreached (and a parent -1 at the source).
         """
         self._check_open()
         if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 0):
@@ -436,10 +553,10 @@ class ResidentGraphSession(BatchedQueries, AsyncLifecycle):
                 f"k must be a non-negative int or None, got {k!r}",
                 fix="pass k >= 0 for k-hop queries, or leave it None for full traversals.",
             )
-        if readback not in ("levels", "counts", "targets"):
+        if readback not in ("levels", "counts", "targets", "parents"):
             raise ValidationError(
-                f"readback must be 'levels', 'counts' or 'targets', got {readback!r}",
-                fix="pick one of 'levels', 'counts' and 'targets'.",
+                f"readback must be 'levels', 'counts', 'targets' or 'parents', got {readback!r}",
+                fix="pick one of 'levels', 'counts', 'targets' and 'parents'.",
             )
         target_ids = tuple(int(t) for t in targets)
         params: BfsParams = (
@@ -447,7 +564,7 @@ class ResidentGraphSession(BatchedQueries, AsyncLifecycle):
             if k is None
             else KhopParams(k=k, readback=readback, targets=target_ids)
         )
-        return await self.query_many(
+        rows = await self.query_many(
             BFS if k is None else KHOP,
             sources,
             params,
@@ -455,6 +572,8 @@ class ResidentGraphSession(BatchedQueries, AsyncLifecycle):
             priority=priority,
             queue_timeout=queue_timeout,
         )
+        # The kind's parents rows carry the levels too (2, V): hand back the parents.
+        return np.ascontiguousarray(rows[:, 1]) if readback == "parents" else rows
 
     async def sssp(
         self,

@@ -4,7 +4,10 @@ All three are breadth-first traversals from a source. One query alone runs the
 single-source, direction-optimizing BFS of this package; many queries (a batch of
 concurrent callers, ``bfs_many``, a job's block) run as multi-source traversals
 (:mod:`..msbfs`), up to 1,024 sources per pass, cut into passes that fit the device
-memory budget.
+memory budget. A ``"parents"`` readback adds a BFS parent per vertex, pulled from the
+in-edges on the device after the traversal (:mod:`._parents`); a lone k-hop query's
+vertex set is compacted on the device (:mod:`._compact`), into a device array if the
+caller gives one.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import anyio
 import msgspec
 import numpy as np
 
+from ...backends import ResidentBuffer
 from ...errors import ValidationError
 from .._kind import DEFAULT_QUERY_BUDGET, Params, QueryKind, RecordField, Replica, Summary
 from ..msbfs import (
@@ -28,6 +32,8 @@ from ..msbfs import (
     allocate_scratch,
     lane_chunks,
 )
+from ._compact import CompactScratch, check_vertex_out, compact_buffer_sizes, deliver_reached
+from ._parents import ParentsScratch, traverse_with_parents
 from ._run import BfsScratch, traverse
 from ._state import BFS_STATE_WORDS, BFS_UNLIMITED, STATE_LEVELS_RUN, STATE_REACHED
 
@@ -36,11 +42,14 @@ __all__ = ["BFS", "KHOP", "REACH", "BfsParams", "KhopParams", "ReachParams", "re
 #: A vertex id: vertex ids are int32 and a graph has at most 2**31 - 1 vertices.
 VertexId = Annotated[int, msgspec.Meta(ge=0, le=2**31 - 2)]
 #: What a traversal brings back per query: every vertex's level, the reached count,
-#: or the levels of ``targets`` only.
-Readback = Literal["levels", "counts", "targets"]
+#: the levels of ``targets`` only, or every vertex's level and BFS parent.
+Readback = Literal["levels", "counts", "targets", "parents"]
 
-#: The pool key of a single-source traversal's scratch.
+#: The pool keys of a single-source traversal's scratch: plain, with parents, with the
+#: k-hop compaction.
 _SINGLE_KEY = ("bfs", "single")
+_PARENTS_KEY = ("bfs", "single", "parents")
+_COMPACT_KEY = ("bfs", "single", "compact")
 
 
 class BfsParams(Params, frozen=True, kw_only=True):
@@ -48,7 +57,10 @@ class BfsParams(Params, frozen=True, kw_only=True):
 
     Attributes:
         readback: ``"counts"`` (reached vertices), ``"levels"`` (every vertex's
-            level) or ``"targets"`` (the levels of ``targets``).
+            level), ``"targets"`` (the levels of ``targets``) or ``"parents"`` (every
+            vertex's level and BFS parent: a row is an int32 ``(2, V)`` array, the
+            levels then the parents; a parent is an in-neighbour one level closer to
+            the source, -1 for the source and where unreached).
         targets: The vertices a ``"targets"`` readback returns the levels of.
     """
 
@@ -118,6 +130,14 @@ class _Traversal(QueryKind[Any]):
         if readback == "targets":
             rows = await self.run_many(replica, params, np.array([source], np.int32))
             return rows[0]
+        if readback == "parents":
+            if out is not None:
+                raise ValidationError(
+                    "a 'parents' query returns two arrays and takes no out=",
+                    fix="leave out= out (or ask for readback='levels' to fill out).",
+                )
+            row = await _single_parents(replica, source, self.max_level(params))
+            return await self.unpack(params, row)
         # _single's steps, inlined: one query's path is the per-query host overhead.
         key: Hashable = _SINGLE_KEY
         scratch: BfsScratch | None = replica.pooled(key)
@@ -157,6 +177,8 @@ class _Traversal(QueryKind[Any]):
         """
         readback = self.readback(params)
         max_level = self.max_level(params)
+        if len(sources) == 1 and readback == "parents":
+            return (await _single_parents(replica, int(sources[0]), max_level))[None]
         if len(sources) == 1 and readback != "targets":
             answer = await _single(replica, int(sources[0]), max_level, readback, None)
             return np.array([answer], np.int32) if readback == "counts" else answer[None, :]
@@ -164,20 +186,30 @@ class _Traversal(QueryKind[Any]):
             replica, sources, max_level, readback, self.targets(params), budget_bytes
         )
 
+    async def unpack(self, params: Any, row: np.ndarray) -> Any:
+        """A ``"parents"`` row becomes ``(levels, parents)``; the others stay rows."""
+        if self.readback(params) == "parents":
+            return row[0], row[1]
+        return row
+
     def no_rows(self, params: Any, num_vertices: int) -> np.ndarray:
         """Empty rows of the readback's width."""
         readback = self.readback(params)
         if readback == "counts":
             return np.zeros(0, np.int32)
+        if readback == "parents":
+            return np.zeros((0, 2, num_vertices), np.int32)
         width = len(self.targets(params)) if readback == "targets" else num_vertices
         return np.zeros((0, width), np.int32)
 
     # ---------------------------------------------------------------------- jobs
     def row_bytes(self, params: Any, num_vertices: int) -> int:
-        """4 bytes per level (or per count, or per target)."""
+        """4 bytes per level (or per count, or per target); 8 per vertex with parents."""
         readback = self.readback(params)
         if readback == "levels":
             return 4 * num_vertices
+        if readback == "parents":
+            return 8 * num_vertices
         return 4 * len(self.targets(params)) if readback == "targets" else 4
 
     def keeps_arrays(self, params: Any) -> bool:
@@ -186,18 +218,22 @@ class _Traversal(QueryKind[Any]):
 
     def summarize(self, params: Any, sources: np.ndarray, result: np.ndarray) -> Summary:
         """Reached counts; with levels also the deepest level and each item's array."""
-        if self.readback(params) == "counts":
+        readback = self.readback(params)
+        if readback == "counts":
             return Summary({"reached": result.astype(np.int64, copy=False)})
-        reached = (result >= 0).sum(axis=1, dtype=np.int64)
+        levels = result[:, 0] if readback == "parents" else result
+        reached = (levels >= 0).sum(axis=1, dtype=np.int64)
         deepest = (
-            result.max(axis=1).astype(np.int64)
-            if result.shape[1]
-            else np.full(len(result), -1, np.int64)
+            levels.max(axis=1).astype(np.int64)
+            if levels.shape[1]
+            else np.full(len(levels), -1, np.int64)
         )
         return Summary({"reached": reached, "max_level": deepest}, self.item_arrays(params, result))
 
     def item_arrays(self, params: Any, rows: np.ndarray) -> list[np.ndarray]:
-        """Each item's full result: its levels row."""
+        """Each item's full result: its levels row (its parents with parents)."""
+        if self.readback(params) == "parents":
+            return [row[1] for row in rows]
         return list(rows)
 
 
@@ -219,6 +255,18 @@ class KhopKind(_Traversal):
         k: int = params.k
         return k
 
+    async def run_one(
+        self, replica: Replica, params: Any, source: int | None, out: Any = None
+    ) -> Any:
+        """One query; with a ``"levels"`` readback its vertex set is compacted on the
+        device: returned as a new array, or written into ``out`` (a NumPy array, a
+        ``ResidentBuffer``, a device array) and its length returned."""
+        if source is None or self.readback(params) != "levels":
+            return await super().run_one(replica, params, source, out)
+        if out is not None:
+            check_vertex_out(out, replica.num_vertices, replica.backend)
+        return await _single_compact(replica, source, self.max_level(params), out)
+
     async def unpack(self, params: Any, row: np.ndarray) -> Any:
         """A levels row becomes the vertices it reached (off the event loop)."""
         if self.readback(params) == "levels":
@@ -226,10 +274,10 @@ class KhopKind(_Traversal):
         return await super().unpack(params, row)
 
     def item_arrays(self, params: Any, rows: np.ndarray) -> list[np.ndarray]:
-        """A levels item keeps the vertex ids it reached; a targets item its levels."""
+        """A levels item keeps the vertex ids it reached; the others as for ``bfs``."""
         if self.readback(params) == "levels":
             return [reached_vertices(row) for row in rows]
-        return list(rows)
+        return super().item_arrays(params, rows)
 
 
 class ReachKind(_Traversal):
@@ -278,6 +326,72 @@ async def _single(
             await replica.release(key, scratch, keep=True)
 
 
+async def _single_parents(replica: Replica, source: int, max_level: int) -> np.ndarray:
+    """A single-source traversal with parents: its ``(2, V)`` levels and parents."""
+    key: Hashable = _PARENTS_KEY
+    scratch: ParentsScratch | None = replica.pooled(key)
+    if scratch is None:
+        scratch = await replica.scratch(key, lambda: _parents_scratch(replica))
+    try:
+        async with replica.measure() as run:
+            words, row, run.device_ns = await traverse_with_parents(
+                replica.backend, replica.buffers, scratch, source, max_level, replica.check
+            )
+            run.levels = int(words[STATE_LEVELS_RUN])
+    finally:
+        if not replica.give_back(key, scratch):
+            await replica.release(key, scratch, keep=True)
+    return row
+
+
+async def _single_compact(replica: Replica, source: int, max_level: int, out: Any) -> Any:
+    """A single-source traversal whose vertex set is compacted on the device: a new
+    array, or its length once written into ``out``."""
+    key: Hashable = _COMPACT_KEY
+    scratch: CompactScratch | None = replica.pooled(key)
+    if scratch is None:
+        scratch = await replica.scratch(key, lambda: _compact_scratch(replica))
+    try:
+        async with replica.measure() as run:
+            words, run.device_ns = await traverse(
+                replica.backend, replica.buffers, scratch, source, max_level, replica.check
+            )
+            run.levels = int(words[STATE_LEVELS_RUN])
+            count = int(words[STATE_REACHED])
+            vertices = await deliver_reached(replica.backend, scratch, count, out)
+    finally:
+        if not replica.give_back(key, scratch):
+            await replica.release(key, scratch, keep=True)
+    return count if vertices is None else vertices
+
+
+async def _allocate(replica: Replica, words: list[int]) -> list[ResidentBuffer]:
+    """int32 buffers of ``words`` elements each; none is left allocated on an error."""
+    backend = replica.backend
+    made: list[ResidentBuffer] = []
+    try:
+        for count in words:
+            made.append(await backend.alloc(4 * count, np.int32))
+    except BaseException:
+        for buffer in made:
+            await backend.free(buffer)
+        raise
+    return made
+
+
+async def _parents_scratch(replica: Replica) -> ParentsScratch:
+    n = replica.num_vertices
+    levels, state, parents = await _allocate(replica, [n, BFS_STATE_WORDS, n])
+    return ParentsScratch(levels, state, parents)
+
+
+async def _compact_scratch(replica: Replica) -> CompactScratch:
+    n = replica.num_vertices
+    tiles, vertices = compact_buffer_sizes(n)
+    levels, state, counts, output = await _allocate(replica, [n, BFS_STATE_WORDS, tiles, vertices])
+    return CompactScratch(levels, state, counts, output)
+
+
 async def _single_scratch(replica: Replica) -> BfsScratch:
     backend = replica.backend
     levels = await backend.alloc(4 * replica.num_vertices, np.int32)
@@ -303,7 +417,7 @@ async def _many(
 ) -> np.ndarray:
     """Multi-source traversals of ``sources``, cut into consecutive passes."""
     n, graph_bytes = replica.num_vertices, replica.graph_bytes
-    per_query = 4 * n if readback == "levels" else 4 * len(targets) if readback == "targets" else 4
+    per_query = {"levels": 4 * n, "parents": 8 * n, "targets": 4 * len(targets)}.get(readback, 4)
     chunks = lane_chunks(
         len(sources),
         per_query,

@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 import numpy as np
 
 from ...backends import Backend, PreparedSequence, ResidentBuffer, SequenceStep
-from .._repeat import prepare_batches, run_prepared
+from .._repeat import FIRST_BATCH, prepare_batches, run_prepared
 from ._kernels import bfs_advance, bfs_bottom_up, bfs_init, bfs_top_down
 from ._state import BFS_UNLIMITED, STATE_DONE
 
@@ -37,7 +37,7 @@ class BfsScratch:
         self.more: PreparedSequence | None = None
 
     @property
-    def buffers(self) -> tuple[ResidentBuffer, ResidentBuffer]:
+    def buffers(self) -> tuple[ResidentBuffer, ...]:
         """The levels and state buffers."""
         return (self.levels, self.state)
 
@@ -88,7 +88,8 @@ async def traverse(
         graph: The resident graph (see :func:`level_steps`).
         scratch: Levels and state; its batches are prepared here on first use.
         source: The source vertex (checked by the caller).
-        max_level: The deepest level to discover (``BFS_UNLIMITED``: no limit).
+        max_level: The deepest level to discover (``BFS_UNLIMITED``: no limit). Below
+            16, the first submission runs exactly ``max_level`` levels, all it needs.
         check: Called before each submission (a closed session raises there).
 
     Returns:
@@ -110,4 +111,5 @@ async def traverse(
         STATE_DONE,
         scalars={"source": int(source), "max_level": max_level},
         check=check,
+        first_batch=min(max(max_level, 0), FIRST_BATCH),
     )

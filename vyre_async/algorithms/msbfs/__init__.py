@@ -3,9 +3,10 @@
 Each vertex carries W 64-bit words of visited and frontier bits; a level is one pull
 over the in-edges for all sources together. :class:`MultiSourceTraversal` runs the
 kernels over a resident graph as repeated sequences and reads back only what was
-asked for (levels, target levels or reached counts), in buffers a caller may keep
-for the next traversal of the same shape (:class:`MsbfsScratch`). The CUDA C is in this package's
-``.cu`` files; the state layout and launch shapes in its ``_layout`` module.
+asked for (levels, target levels, reached counts, or levels and a BFS parent per
+vertex), in buffers a caller may keep for the next traversal of the same shape
+(:class:`MsbfsScratch`). The CUDA C is in this package's ``.cu`` files; the state
+layout and launch shapes in its ``_layout`` module.
 """
 
 from ...kernels import register_builtin as _register_builtin
@@ -17,6 +18,7 @@ from ._kernels import msbfs_expand_hubs as msbfs_expand_hubs
 from ._kernels import msbfs_init as msbfs_init
 from ._kernels import msbfs_init_levels as msbfs_init_levels
 from ._kernels import msbfs_init_targets as msbfs_init_targets
+from ._kernels import msbfs_parents as msbfs_parents
 from ._kernels import msbfs_record_levels as msbfs_record_levels
 from ._kernels import msbfs_record_targets as msbfs_record_targets
 from ._layout import MSBFS_HUB_LANE_EDGES as MSBFS_HUB_LANE_EDGES
@@ -93,6 +95,7 @@ __all__ = [
     "msbfs_init",
     "msbfs_init_levels",
     "msbfs_init_targets",
+    "msbfs_parents",
     "msbfs_record_levels",
     "msbfs_record_targets",
     "msbfs_words",

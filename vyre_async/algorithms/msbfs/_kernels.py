@@ -28,14 +28,18 @@ the two frontier buffers, ``[...]`` steps only when that output is wanted)::
               msbfs_expand(frontier=B, next=A)   msbfs_expand_hubs(frontier=B, next=A)
               [msbfs_record_targets(next=A)] [msbfs_record_levels(next=A)]
               msbfs_advance
-    final:    [msbfs_count]  (once the done word is set), then read the outputs
+    final:    [msbfs_count] [msbfs_parents]  (once the done word is set), then read
+              the outputs
 
 One repeat runs two levels. Once the state says done every repeated kernel returns
 at once, so surplus repeats cost a few empty launches. Outputs are compact and chosen
 by the caller: ``counts`` (int32 per lane, reduced once from ``visited`` at the end
 rather than per level, which would cost the same pass every level),
 ``target_levels`` (int32 ``[lane * K + t]`` for K targets) and, only when asked,
-``levels`` (int32 ``[lane * V + v]``); -1 means not reached.
+``levels`` (int32 ``[lane * V + v]``); -1 means not reached. ``msbfs_parents`` turns
+levels into ``parents`` of the same layout once the traversal is done: each vertex's
+first in-neighbour (in in-list order) one level closer to its lane's source, -1 for the
+source and where unreached.
 
 The state is ``MSBFS_STATE_WORDS`` (112) int32 words; uint64 values take two words,
 low first, at 8-byte aligned offsets::
@@ -81,6 +85,7 @@ from ._reference import (
     msbfs_init_levels_reference,
     msbfs_init_reference,
     msbfs_init_targets_reference,
+    msbfs_parents_reference,
     msbfs_record_levels_reference,
     msbfs_record_targets_reference,
 )
@@ -246,6 +251,24 @@ msbfs_count = Kernel(
     reference=msbfs_count_reference,
 )
 
+msbfs_parents = Kernel(
+    name="msbfs_parents",
+    source=cuda_file(_PACKAGE, "msbfs_parents.cu"),
+    entry="msbfs_parents",
+    params=(
+        BufferParam("in_offsets", np.int64, "in", "v1"),
+        BufferParam("in_indices", np.int32, "in", "e"),
+        BufferParam("levels", np.int32, "in", "lv"),
+        # "inout", not "out": every entry is written, so zeroing it first would be waste.
+        BufferParam("parents", np.int32, "inout", "lv"),
+        _N1,
+        ScalarParam("lv", np.int64, default="lv"),
+    ),
+    # One warp per 32 entries per trip, capped.
+    launch=grid_stride("lv", block=_BLOCK, max_blocks=16384),
+    reference=msbfs_parents_reference,
+)
+
 #: The multi-source BFS kernels, in the order a traversal first runs them.
 MSBFS_KERNELS: tuple[Kernel, ...] = (
     msbfs_init,
@@ -257,4 +280,5 @@ MSBFS_KERNELS: tuple[Kernel, ...] = (
     msbfs_record_levels,
     msbfs_advance,
     msbfs_count,
+    msbfs_parents,
 )

@@ -312,3 +312,42 @@ def msbfs_count_reference(
         per_lane[:, b] = ((visited >> np.uint64(b)) & np.uint64(1)).sum(axis=0)
     used = min(counts.size, MSBFS_LANES_PER_WORD * words)
     counts[:used] = per_lane.reshape(-1)[:used]
+
+
+def msbfs_parents_reference(
+    arrays: Mapping[str, np.ndarray], scalars: Mapping[str, np.generic]
+) -> None:
+    """CPU ``msbfs_parents``: each entry's first in-neighbour one level closer, or -1.
+
+    Rows are ``levels[row * V : (row + 1) * V]``, whole rows only; in-lists are walked
+    in order and the first in-neighbour ``u`` with ``levels[row * V + u] == level - 1``
+    is the parent. A source (level 0), an unreached vertex and an entry of a partial
+    last row get -1.
+
+    Args:
+        arrays: ``in_offsets``, ``in_indices``, ``levels`` (read) and ``parents``
+            (int32, same length as ``levels``, written).
+        scalars: The derived ``n1`` and ``lv``.
+    """
+    levels, parents = arrays["levels"], arrays["parents"]
+    n = int(scalars["n1"].item()) - 1
+    if n <= 0:
+        return
+    offsets, indices = arrays["in_offsets"], arrays["in_indices"]
+    parents.fill(-1)
+    for row in range(levels.size // n):
+        row_levels = levels[row * n : (row + 1) * n]
+        children = np.flatnonzero(row_levels > 0)
+        begins = offsets[children]
+        counts = offsets[children + 1] - begins
+        starts = np.cumsum(counts) - counts
+        total = int(counts.sum())
+        owner = np.repeat(np.arange(children.size), counts)
+        positions = np.arange(total, dtype=np.int64) + np.repeat(begins - starts, counts)
+        candidates = indices[positions]
+        hits = np.flatnonzero(row_levels[candidates] == row_levels[children[owner]] - 1)
+        if not hits.size:
+            continue
+        # Edges are grouped by child in list order: a child's first hit is its parent.
+        first = hits[np.r_[True, owner[hits[1:]] != owner[hits[:-1]]]]
+        parents[row * n + children[owner[first]]] = candidates[first]

@@ -2,7 +2,8 @@
 
 Up to ``64 * W`` sources are one traversal: bit lane ``i`` of every vertex's W words
 belongs to source ``i``. Only what the caller asks for comes back: per-lane reached
-counts, the levels of a target set, or full levels. Which sources share a traversal
+counts, the levels of a target set, full levels, or full levels with a BFS parent per
+vertex. Which sources share a traversal
 is the caller's plan (``vyre_async.sessions`` plans them by device memory).
 
 A traversal's device buffers and its bound batches make a :class:`MsbfsScratch` of
@@ -31,8 +32,9 @@ from ._layout import (
     STATE_LEVELS_RUN,
 )
 
-#: What a traversal reads back: every vertex's level, reached counts, target levels.
-Readback = Literal["levels", "counts", "targets"]
+#: What a traversal reads back: every vertex's level, reached counts, target levels, or
+#: every vertex's level and parent.
+Readback = Literal["levels", "counts", "targets", "parents"]
 
 #: What a scratch fits: ``(words, readback, number of targets)``.
 ScratchShape = tuple[int, Readback, int]
@@ -53,7 +55,7 @@ class MsbfsScratch:
     """
 
     __slots__ = (
-        "_count",
+        "_final",
         "_first",
         "_more",
         "_output",
@@ -72,7 +74,7 @@ class MsbfsScratch:
         targets: ResidentBuffer | None,
         output: ResidentBuffer | None,
         batches: tuple[PreparedSequence, PreparedSequence],
-        count: PreparedSequence | None,
+        final: PreparedSequence | None,
     ) -> None:
         self.shape = shape
         self.buffers = buffers
@@ -81,7 +83,8 @@ class MsbfsScratch:
         self._targets = targets
         self._output = output
         self._first, self._more = batches
-        self._count = count
+        #: Run once the traversal is done (counts, parents); its reads are the result.
+        self._final = final
 
 
 async def allocate_scratch(
@@ -128,25 +131,39 @@ async def allocate_scratch(
         record: list[tuple[object, dict[str, ResidentBuffer]]] = []
         output: ResidentBuffer | None = None
         targets: ResidentBuffer | None = None
-        count: PreparedSequence | None = None
+        final: PreparedSequence | None = None
         if readback == "targets":
             targets = await alloc(num_targets, np.int32)
             output = await alloc(lanes * num_targets, np.int32)
             tb = {"targets": targets, "target_levels": output, "state": state}
             prefix.append(SequenceStep(ms.msbfs_init_targets, {**tb, "sources": src}))
             record.append((ms.msbfs_record_targets, {**tb, "offsets": graph["offsets"]}))
-        elif readback == "levels":
+        elif readback in ("levels", "parents"):
             output = await alloc(lanes * n, np.int32)
             lb = {"levels": output, "state": state, "offsets": graph["offsets"]}
             prefix.append(SequenceStep(ms.msbfs_init_levels, {**lb, "sources": src}))
             record.append((ms.msbfs_record_levels, lb))
+            if readback == "parents":
+                parents = await alloc(lanes * n, np.int32)
+                step = SequenceStep(
+                    ms.msbfs_parents,
+                    {
+                        "in_offsets": graph["in_offsets"],
+                        "in_indices": graph["in_indices"],
+                        "levels": output,
+                        "parents": parents,
+                    },
+                )
+                final = backend.prepare_repeated(
+                    [step], [], reads=[ReadRange(output), ReadRange(parents)]
+                )
         else:
             counts = await alloc(lanes, np.int32)
             step = SequenceStep(
                 ms.msbfs_count,
                 {"offsets": graph["offsets"], "sources": src, "visited": visited, "counts": counts},
             )
-            count = backend.prepare_repeated([step], [], reads=[ReadRange(counts)])
+            final = backend.prepare_repeated([step], [], reads=[ReadRange(counts)])
 
         def level(frontier: ResidentBuffer, nxt: ResidentBuffer) -> list[SequenceStep]:
             pull = {
@@ -169,7 +186,7 @@ async def allocate_scratch(
     except BaseException:
         await free_scratch_buffers(backend, owned)
         raise
-    return MsbfsScratch(shape, owned, src, targets, output, batches, count)
+    return MsbfsScratch(shape, owned, src, targets, output, batches, final)
 
 
 async def free_scratch_buffers(backend: Backend, buffers: Sequence[ResidentBuffer]) -> None:
@@ -224,7 +241,8 @@ class MultiSourceTraversal:
 
         Returns:
             int32 ``(len(sources), V)`` levels, ``(len(sources), len(targets))`` target
-            levels, or ``(len(sources),)`` reached counts (-1: unreached).
+            levels, ``(len(sources),)`` reached counts, or ``(len(sources), 2, V)``
+            levels and parents (-1: unreached; a parent is -1 at the source too).
 
         Raises:
             ValueError: ``scratch`` was made for another shape.
@@ -261,10 +279,13 @@ class MultiSourceTraversal:
         )
         self.device_ns += device_ns
         self.levels += int(words_read[STATE_LEVELS_RUN])
-        if scratch._count is not None:
-            (result,), count_ns = await scratch._count.run(0)
-            self.device_ns += count_ns
-            return result[:count]
+        if scratch._final is not None:
+            results, final_ns = await scratch._final.run(0)
+            self.device_ns += final_ns
+            if readback == "counts":
+                return results[0][:count]
+            levels, parents = (r.reshape(lanes, self._n)[:count] for r in results)
+            return np.stack([levels, parents], axis=1)
         assert scratch._output is not None
         rows = await backend.read(scratch._output)
         width = len(targets) if readback == "targets" else self._n

@@ -1,0 +1,3 @@
+#define KHOP_BLOCK 256
+#define KHOP_TILE 2048
+#define KHOP_SCAN_BLOCK 1024
