@@ -1,0 +1,182 @@
+"""The NetworkX backend: NetworkX's own answers, the conversion cache, the event loop.
+
+NetworkX's own test modules run against the backend too (``NETWORKX_TEST_BACKEND``,
+in a child process): ``test_networkx_own_tests_pass_against_the_backend``.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+nx = pytest.importorskip("networkx")
+
+import vyre_async.networkx as vx  # noqa: E402  (after the skip where NetworkX is missing)
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(autouse=True)
+def _quiet_cache_note() -> Iterator[None]:
+    """NetworkX notes every use of a cached conversion in a warning: the cache is what
+    these tests check, so the note is silenced here (users may do the same)."""
+    ignored = set(nx.config.warnings_to_ignore)
+    nx.config.warnings_to_ignore.add("cache")
+    yield
+    nx.config.warnings_to_ignore = ignored
+
+
+def _random_graph(rng: np.random.Generator, *, directed: bool) -> object:
+    """A random graph with string labels, self loops, isolated nodes and weights."""
+    n = int(rng.integers(30, 80))
+    graph = nx.DiGraph() if directed else nx.Graph()
+    labels = [f"v{int(i)}" for i in rng.permutation(n)]
+    graph.add_nodes_from(labels)
+    for _ in range(int(rng.integers(n, 4 * n))):
+        u, v = rng.integers(0, n, 2)
+        graph.add_edge(labels[u], labels[v], weight=int(rng.integers(1, 9)))
+    for u in rng.choice(n, 3, replace=False):
+        graph.add_edge(labels[u], labels[u], weight=1)
+    return graph
+
+
+@pytest.mark.parametrize("directed", [False, True])
+def test_results_equal_networkx_on_random_graphs(rng: np.random.Generator, directed: bool) -> None:
+    """Every covered function, on a random graph with string labels, equals NetworkX."""
+    graph = _random_graph(rng, directed=directed)
+    nodes = list(graph)
+    source, target = nodes[int(rng.integers(0, len(nodes)))], nodes[-1]
+    calls = [
+        lambda **b: list(nx.bfs_layers(graph, [source, target], **b)),
+        lambda **b: list(nx.bfs_edges(graph, source, **b)),
+        lambda **b: sorted(nx.bfs_tree(graph, source, **b).edges()),
+        lambda **b: nx.descendants(graph, source, **b),
+        lambda **b: nx.descendants_at_distance(graph, source, 2, **b),
+        lambda **b: nx.has_path(graph, source, target, **b),
+        lambda **b: nx.single_source_shortest_path_length(graph, source, **b),
+        lambda **b: nx.single_source_shortest_path(graph, source, **b),
+        lambda **b: nx.shortest_path_length(graph, source, **b),
+        lambda **b: nx.shortest_path_length(graph, source, weight="weight", **b),
+        lambda **b: nx.single_source_dijkstra_path_length(graph, source, **b),
+        lambda **b: dict(nx.all_pairs_shortest_path_length(graph, **b)),
+    ]
+    for call in calls:
+        assert call(backend="vyre") == call()
+    ranks, want = nx.pagerank(graph, weight=None, backend="vyre"), nx.pagerank(graph, weight=None)
+    assert ranks.keys() == want.keys()
+    assert max(abs(ranks[n] - want[n]) for n in want) < 1e-5
+
+
+def test_a_graph_converts_once_across_ten_calls_and_again_after_a_change(
+    rng: np.random.Generator,
+) -> None:
+    """Ten calls on an unchanged graph convert it once; add_edge (which clears NetworkX's
+    cache) makes the next call convert again, and see the new edge."""
+    graph = _random_graph(rng, directed=True)
+    source = next(iter(graph))
+    before = vx.conversions()
+    for _ in range(10):
+        nx.single_source_shortest_path_length(graph, source, backend="vyre")
+    assert vx.conversions() - before == 1
+    graph.add_edge(source, "new")
+    assert nx.single_source_shortest_path_length(graph, source, backend="vyre")["new"] == 1
+    assert vx.conversions() - before == 2
+
+
+@pytest.mark.parametrize("loop", ["asyncio", "trio"])
+def test_a_call_from_inside_a_running_event_loop_works(loop: str) -> None:
+    """A NetworkX call made directly in a coroutine (asyncio, trio) runs on the backend's
+    own loop and returns, without deadlocking the caller's (a child process: the call
+    blocks the caller's loop while it runs, which this suite's async tests forbid)."""
+    code = (
+        "import anyio, networkx as nx\n"
+        "G = nx.gnp_random_graph(60, 0.05, seed=4, directed=True)\n"
+        "async def main():\n"
+        "    got = nx.single_source_shortest_path_length(G, 0, backend='vyre')\n"
+        "    assert got == nx.single_source_shortest_path_length(G, 0)\n"
+        "    await anyio.sleep(0)\n"
+        "    print('ok', len(got))\n"
+        f"anyio.run(main, backend={loop!r})\n"
+    )
+    env = {**os.environ, "VYRE_ASYNC_NX_BACKEND": "cpu"}
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])
+    done = subprocess.run(  # noqa: S603 - this interpreter
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.startswith("ok")
+
+
+def test_unsupported_arguments_are_left_to_networkx(rng: np.random.Generator) -> None:
+    """A weight function, sort_neighbors or a personalization: can_run says why not."""
+    interface = vx.backend_interface
+    graph = _random_graph(rng, directed=True)
+    source = next(iter(graph))
+    reason = interface.can_run(
+        "single_source_dijkstra_path_length", (graph, source), {"weight": lambda u, v, d: 1}
+    )
+    assert isinstance(reason, str)
+    assert "weight function" in reason
+    assert isinstance(
+        interface.can_run("bfs_edges", (graph, source), {"sort_neighbors": sorted}), str
+    )
+    assert isinstance(
+        interface.can_run("pagerank", (graph,), {"personalization": {source: 1}}), str
+    )
+    assert interface.can_run("pagerank", (graph,), {}) is True
+
+
+def test_importing_vyre_async_does_not_import_networkx() -> None:
+    """``import vyre_async`` leaves NetworkX (and this backend) unimported."""
+    code = (
+        "import sys, vyre_async; "
+        "print('networkx' in sys.modules, 'vyre_async.networkx' in sys.modules)"
+    )
+    done = subprocess.run(  # noqa: S603 - this interpreter
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert done.stdout.split() == ["False", "False"]
+
+
+def test_networkx_own_tests_pass_against_the_backend(tmp_path: Path) -> None:
+    """NetworkX's tests of traversal, shortest paths, components and link analysis pass
+    with every call of a covered function dispatched to vyre (the rest to NetworkX)."""
+    env = {
+        **os.environ,
+        "NETWORKX_TEST_BACKEND": "vyre",
+        "NETWORKX_FALLBACK_TO_NX": "True",
+        "VYRE_ASYNC_NX_BACKEND": "cpu",
+        "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
+    }
+    modules = [
+        "networkx.algorithms.traversal",
+        "networkx.algorithms.shortest_paths",
+        "networkx.algorithms.components",
+        "networkx.algorithms.link_analysis",
+    ]
+    code = (
+        "import sys, pytest\n"
+        f"code = pytest.main(['-q', '-p', 'no:cacheprovider', '--rootdir', {str(tmp_path)!r}, "
+        f"'--pyargs', *{modules!r}])\n"
+        "import vyre_async.networkx as vx\n"
+        "print('vyre conversions', vx.conversions())\n"
+        "sys.exit(code)\n"
+    )
+    done = subprocess.run(  # noqa: S603 - this interpreter, NetworkX's tests
+        [sys.executable, "-c", code],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+    conversions = int(done.stdout.rsplit("vyre conversions", 1)[1].split()[0])
+    assert conversions > 100  # the backend ran, not NetworkX alone
