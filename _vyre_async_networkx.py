@@ -15,15 +15,22 @@ FUNCTIONS = (
     "bfs_edges",
     "bfs_layers",
     "bfs_tree",
+    "connected_components",
     "descendants",
     "descendants_at_distance",
     "has_path",
+    "is_connected",
+    "is_weakly_connected",
+    "node_connected_component",
+    "number_connected_components",
+    "number_weakly_connected_components",
     "pagerank",
     "shortest_path",
     "shortest_path_length",
     "single_source_dijkstra_path_length",
     "single_source_shortest_path",
     "single_source_shortest_path_length",
+    "weakly_connected_components",
 )
 
 

@@ -66,6 +66,19 @@ def test_results_equal_networkx_on_random_graphs(rng: np.random.Generator, direc
         lambda **b: nx.single_source_dijkstra_path_length(graph, source, **b),
         lambda **b: dict(nx.all_pairs_shortest_path_length(graph, **b)),
     ]
+    if directed:
+        calls += [
+            lambda **b: list(nx.weakly_connected_components(graph, **b)),
+            lambda **b: nx.number_weakly_connected_components(graph, **b),
+            lambda **b: nx.is_weakly_connected(graph, **b),
+        ]
+    else:
+        calls += [
+            lambda **b: list(nx.connected_components(graph, **b)),
+            lambda **b: nx.number_connected_components(graph, **b),
+            lambda **b: nx.node_connected_component(graph, source, **b),
+            lambda **b: nx.is_connected(graph, **b),
+        ]
     for call in calls:
         assert call(backend="vyre") == call()
     ranks, want = nx.pagerank(graph, weight=None, backend="vyre"), nx.pagerank(graph, weight=None)
@@ -130,6 +143,14 @@ def test_unsupported_arguments_are_left_to_networkx(rng: np.random.Generator) ->
         interface.can_run("pagerank", (graph,), {"personalization": {source: 1}}), str
     )
     assert interface.can_run("pagerank", (graph,), {}) is True
+
+
+def test_the_backend_info_lists_every_function_the_backend_runs() -> None:
+    """What NetworkX learns at start-up (``get_info``) names exactly the functions run."""
+    import _vyre_async_networkx
+
+    assert set(_vyre_async_networkx.get_info()["functions"]) == set(vx.FUNCTIONS)
+    assert nx.utils.backends.backend_info["vyre"]["backend_name"] == "vyre"
 
 
 def test_importing_vyre_async_does_not_import_networkx() -> None:

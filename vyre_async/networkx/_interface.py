@@ -9,6 +9,15 @@ from typing import Any
 
 import networkx as nx
 
+from ._components import (
+    connected_components,
+    is_connected,
+    is_weakly_connected,
+    node_connected_component,
+    number_connected_components,
+    number_weakly_connected_components,
+    weakly_connected_components,
+)
 from ._graph import convert_from_nx, convert_to_nx
 from ._link_analysis import pagerank
 from ._paths import shortest_path, shortest_path_length, single_source_dijkstra_path_length
@@ -32,15 +41,22 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "bfs_edges": bfs_edges,
     "bfs_layers": bfs_layers,
     "bfs_tree": bfs_tree,
+    "connected_components": connected_components,
     "descendants": descendants,
     "descendants_at_distance": descendants_at_distance,
     "has_path": has_path,
+    "is_connected": is_connected,
+    "is_weakly_connected": is_weakly_connected,
+    "node_connected_component": node_connected_component,
+    "number_connected_components": number_connected_components,
+    "number_weakly_connected_components": number_weakly_connected_components,
     "pagerank": pagerank,
     "shortest_path": shortest_path,
     "shortest_path_length": shortest_path_length,
     "single_source_dijkstra_path_length": single_source_dijkstra_path_length,
     "single_source_shortest_path": single_source_shortest_path,
     "single_source_shortest_path_length": single_source_shortest_path_length,
+    "weakly_connected_components": weakly_connected_components,
 }
 
 
