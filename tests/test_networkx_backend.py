@@ -102,6 +102,37 @@ def test_a_graph_converts_once_across_ten_calls_and_again_after_a_change(
     assert vx.conversions() - before == 2
 
 
+def test_the_session_of_a_graph_that_is_gone_is_closed_at_the_next_call(
+    rng: np.random.Generator,
+) -> None:
+    """A converted graph dropped from the cache (the graph changed) and collected: its
+    resident session is closed at the next call, from the caller's thread, so sessions
+    do not pile up (a finalizer may run on the loop's thread, where it must not block)."""
+    import gc
+    import weakref
+
+    from vyre_async.networkx._portal import loop
+
+    graph = _random_graph(rng, directed=False)
+    source = next(iter(graph))
+    nx.descendants(graph, source, backend="vyre")
+    (converted,) = graph.__networkx_cache__["backends"]["vyre"].values()
+    gone, token = weakref.ref(converted), converted._token
+    assert token in loop._sessions
+    converted.graph["cycle"] = converted  # only the cyclic collector can free it now
+    del converted
+    graph.add_edge(source, "new")  # NetworkX clears G.__networkx_cache__
+
+    async def collect() -> None:  # the finalizer runs on the loop's own thread
+        gc.collect()
+
+    loop.call(collect)
+    assert gone() is None
+    assert nx.descendants(graph, source, backend="vyre") == nx.descendants(graph, source)
+    assert token not in loop._sessions  # closed; the changed graph's session is open
+    assert len(loop._sessions) >= 1
+
+
 @pytest.mark.parametrize("loop", ["asyncio", "trio"])
 def test_a_call_from_inside_a_running_event_loop_works(loop: str) -> None:
     """A NetworkX call made directly in a coroutine (asyncio, trio) runs on the backend's

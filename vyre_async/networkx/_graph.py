@@ -98,7 +98,7 @@ class VyreGraph:
         if self._session is None:
             token, session = loop.enter(resident_graph(loop.backend, self.csr))
             self._token, self._session = token, session
-            weakref.finalize(self, loop.leave, token)
+            weakref.finalize(self, loop.leave_soon, token)
         return self._session
 
     def run(self, method: str, *args: Any, **kwargs: Any) -> Any:

@@ -7,7 +7,8 @@ later call runs its coroutine on that loop and waits for it. The caller's thread
 run an event loop of its own (a NetworkX call inside ``async def``): the portal's loop
 is another one, so nothing deadlocks, though the caller's loop waits for the call as
 it would for any synchronous function. Resident sessions of converted graphs live on
-the portal's loop; at exit they, the backend and the thread are closed in that order.
+the portal's loop; a session whose graph is gone is closed at the next call, and at
+exit the sessions, the backend and the thread are closed in that order.
 """
 
 from __future__ import annotations
@@ -44,6 +45,9 @@ class NetworkxLoop:
         self._backend: Backend | None = None
         #: Open resident sessions by id, closed before the backend.
         self._sessions: dict[int, AbstractContextManager[Any]] = {}
+        #: Sessions whose graphs are gone, closed at the next call (a finalizer may
+        #: run in any thread, the loop's own included, so it only notes them).
+        self._gone: list[int] = []
 
     def _start(self) -> tuple[BlockingPortal, Backend]:
         with self._lock:
@@ -76,11 +80,13 @@ class NetworkxLoop:
     def call(self, fn: Callable[..., Awaitable[T]], *args: Any) -> T:
         """Run ``fn(*args)`` on the portal's loop and return its result (blocking)."""
         portal, _ = self._start()
+        self._close_gone()
         return portal.call(fn, *args)
 
     def enter(self, manager: Any) -> tuple[int, Any]:
         """Enter an async context manager on the portal's loop; ``(token, value)``."""
         portal, _ = self._start()
+        self._close_gone()
         wrapped = portal.wrap_async_context_manager(manager)
         value = wrapped.__enter__()
         token = id(wrapped)
@@ -88,18 +94,25 @@ class NetworkxLoop:
             self._sessions[token] = wrapped
         return token, value
 
-    def leave(self, token: int) -> None:
-        """Leave what :meth:`enter` entered (a no-op once closed or left)."""
+    def leave_soon(self, token: int) -> None:
+        """Note that what :meth:`enter` entered may be left: at the next call or at
+        close. Never blocks, so a finalizer may call it from any thread."""
         with self._lock:
-            wrapped = self._sessions.pop(token, None)
-        if wrapped is not None and self._portal is not None:
-            wrapped.__exit__(None, None, None)
+            self._gone.append(token)
+
+    def _close_gone(self) -> None:
+        with self._lock:
+            gone, self._gone = self._gone, []
+            wrapped = [self._sessions.pop(token) for token in gone if token in self._sessions]
+        for each in wrapped:
+            each.__exit__(None, None, None)
 
     def close(self) -> None:
         """Close the sessions, the backend and the portal thread; idempotent."""
         with self._lock:
             sessions = list(self._sessions.values())
             self._sessions.clear()
+            self._gone.clear()
             backend_cm, portal_cm = self._backend_cm, self._portal_cm
             self._backend_cm = self._portal_cm = None
             self._backend = self._portal = None
