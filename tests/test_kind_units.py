@@ -2,8 +2,11 @@
 
 Sessions, the batcher, jobs and the Ray executor look kinds up in the registry; only
 the registry's import lines (``algorithms/__init__.py``) and the session's typed
-methods (``sessions/_graph_session.py``) may name one. Prose (docstrings, comments)
-may mention kinds; code (names, attributes, imports, arguments, strings) may not.
+methods (``sessions/_graph_session.py``) may name one, and the NetworkX backend
+(``networkx/``), which maps NetworkX's functions onto those typed methods as user
+code does: a new kind works without it and is added there only to serve NetworkX.
+Prose (docstrings, comments) may mention kinds; code (names, attributes, imports,
+arguments, strings) may not.
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ import vyre_async as va
 PACKAGE = Path(va.__file__).resolve().parent
 #: Where a kind may be named besides its own folder.
 ALLOWED = {"algorithms/__init__.py", "sessions/_graph_session.py"}
+#: Packages that adapt another library's API onto the session's typed methods.
+ADAPTERS = {"networkx"}
 #: Folders of algorithms/ that are not query kinds and have their own names in code
 #: elsewhere: the e-graph has its own session, R-MAT is a job's graph generator.
 NOT_KINDS = {"egraph", "rmat"}
@@ -76,7 +81,7 @@ def kind_names_outside_units(package: Path) -> list[str]:
     for path in sorted(package.rglob("*.py")):
         rel = path.relative_to(package).as_posix()
         parts = rel.split("/")
-        if rel in ALLOWED or (parts[0] == "algorithms" and len(parts) > 2):
+        if rel in ALLOWED or parts[0] in ADAPTERS or (parts[0] == "algorithms" and len(parts) > 2):
             continue
         tree = ast.parse(path.read_text())
         docstrings = _docstrings(tree)

@@ -21,8 +21,8 @@ from ._portal import BACKEND_VARIABLE as BACKEND_VARIABLE
 
 __all__ = [
     "BACKEND_VARIABLE",
-    "FUNCTIONS",
     "BackendInterface",
+    "FUNCTIONS",
     "VyreGraph",
     "backend_interface",
     "conversions",
