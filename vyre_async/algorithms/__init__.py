@@ -7,6 +7,8 @@
 - :mod:`~vyre_async.algorithms.pagerank`: pull PageRank in float32, the ``pagerank`` kind.
 - :mod:`~vyre_async.algorithms.sssp`: near-far delta-stepping shortest paths, the
   ``sssp`` kind.
+- :mod:`~vyre_async.algorithms.ppr`: personalized PageRank, many seeds as the columns
+  of one power iteration, the ``ppr`` kind.
 - :mod:`~vyre_async.algorithms.egraph`: e-graph images and congruence closure.
 - :mod:`~vyre_async.algorithms.rmat`: the R-MAT generator on the device.
 
@@ -22,6 +24,7 @@ from . import bfs as bfs
 from . import egraph as egraph
 from . import msbfs as msbfs
 from . import pagerank as pagerank
+from . import ppr as ppr
 from . import rmat as rmat
 from . import sssp as sssp
 from ._kind import DEFAULT_QUERY_BUDGET as DEFAULT_QUERY_BUDGET
@@ -52,6 +55,7 @@ __all__ = [
     "lookup",
     "msbfs",
     "pagerank",
+    "ppr",
     "query_kinds",
     "register",
     "rmat",
