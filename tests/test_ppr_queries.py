@@ -13,15 +13,17 @@ import numpy as np
 import pytest
 from graph_references import GRAPH_SHAPES
 from job_files import random_sources, rmat_graph, write_job
-from ppr_references import assert_ranks_match, assert_top_k_match, ppr_float64, teleports
+from ppr_references import (
+    TIGHT,
+    assert_ranks_match,
+    assert_top_k_match,
+    ppr_float64,
+    teleports,
+)
 
 import vyre_async as va
 from vyre_async.algorithms import ppr
 from vyre_async.jobs import JobRunner, load_job, open_item_arrays, read_records
-
-#: Tight enough that the float32 iterate settles (the default 1e-6 stops within the
-#: bound too, with less room).
-TOL = 1e-7
 
 
 @pytest.mark.parametrize("shape", sorted(GRAPH_SHAPES))
@@ -32,19 +34,19 @@ async def test_ppr_many_equals_a_float64_power_iteration_on_every_shape(
     (duplicate seeds, isolated vertices, self loops, disconnected parts, hubs)."""
     graph = GRAPH_SHAPES[shape](rng)
     n = graph.num_vertices
-    seeds = rng.integers(0, n, 24)
+    seeds = rng.integers(0, n, 12)
     seeds[1] = seeds[0]
     want = ppr_float64(graph, teleports(n, seeds))
     async with va.open_backend("cpu") as backend, va.resident_graph(backend, graph) as session:
-        ranks = await session.ppr_many(seeds, tol=TOL)
-        top = await session.ppr_many(seeds, top_k=6, tol=TOL)
-        one = await session.ppr(int(seeds[2]), tol=TOL)
-        one_top = await session.ppr(int(seeds[2]), top_k=6, tol=TOL)
+        ranks = await session.ppr_many(seeds, **TIGHT)
+        top = await session.ppr_many(seeds, top_k=6, **TIGHT)
+        one = await session.ppr(int(seeds[2]), **TIGHT)
+        one_top = await session.ppr(int(seeds[2]), top_k=6, **TIGHT)
     assert isinstance(ranks, np.ndarray)
-    assert ranks.shape == (24, n)
+    assert ranks.shape == (12, n)
     assert_ranks_match(ranks, want)
     assert isinstance(top, ppr.TopRanks)
-    assert top.vertices.shape == top.ranks.shape == (24, min(6, n))
+    assert top.vertices.shape == top.ranks.shape == (12, min(6, n))
     assert_top_k_match(top.vertices, top.ranks, want)
     assert isinstance(one, np.ndarray)
     assert_ranks_match(one, want[2])
@@ -79,7 +81,7 @@ async def test_many_seeds_run_in_passes_that_fit_the_budget(rng: np.random.Gener
     async with va.open_backend("cpu") as backend, va.resident_graph(backend, graph) as session:
         budget = per_pass + session.stats().graph_bytes_uploaded + 4 * graph.num_edges
         before = session.stats().runs
-        ranks = await session.ppr_many(seeds, tol=TOL, budget_bytes=budget)
+        ranks = await session.ppr_many(seeds, **TIGHT, budget_bytes=budget)
         assert session.stats().runs == before + 1
         with pytest.raises(va.ValidationError, match=r"one seed.*budget.*Fix: raise budget_bytes"):
             await session.ppr_many(seeds, budget_bytes=session.stats().graph_bytes_uploaded)
@@ -96,7 +98,7 @@ async def test_a_seed_that_converges_first_stops_while_the_others_go_on() -> Non
     )  # a 5-cycle and two isolated vertices
     want = ppr_float64(graph, teleports(7, [5, 0]))
     async with va.open_backend("cpu") as backend, va.resident_graph(backend, graph) as session:
-        ranks = await session.ppr_many([5, 0], tol=TOL, max_iter=300)
+        ranks = await session.ppr_many([5, 0], tol=1e-7, max_iter=300)
     assert isinstance(ranks, np.ndarray)
     np.testing.assert_array_equal(ranks[0], np.eye(7, dtype=np.float32)[5])
     assert_ranks_match(ranks, want)
@@ -130,14 +132,14 @@ async def test_personalized_pagerank_equals_networkx(rng: np.random.Generator, s
     weights = rng.random(n) * (rng.random(n) < 0.3)
     weights[seed] = 2.0
     async with va.open_backend("cpu") as backend, va.resident_graph(backend, graph) as session:
-        by_vertex = await session.pagerank(personalization=seed, tol=TOL)
+        by_vertex = await session.pagerank(personalization=seed, **TIGHT)
         by_list = await session.pagerank(
-            personalization=[*chosen.tolist(), int(chosen[0])], tol=TOL
+            personalization=[*chosen.tolist(), int(chosen[0])], **TIGHT
         )
-        by_weights = await session.pagerank(personalization=weights, tol=TOL)
+        by_weights = await session.pagerank(personalization=weights, **TIGHT)
         out = np.full(n, -3.0, np.float32)
-        assert await session.pagerank(personalization=weights, tol=TOL, out=out) is out
-        single = await session.ppr(seed, tol=TOL)
+        assert await session.pagerank(personalization=weights, **TIGHT, out=out) is out
+        single = await session.ppr(seed, **TIGHT)
     assert_ranks_match(by_vertex, _nx_ranks(digraph, {seed: 1.0}))
     assert_ranks_match(single, _nx_ranks(digraph, {seed: 1.0}))
     assert_ranks_match(by_list, _nx_ranks(digraph, {int(v): 1.0 for v in chosen}))
@@ -151,8 +153,8 @@ async def test_plain_pagerank_is_unchanged_by_the_new_parameter(rng: np.random.G
     graph = GRAPH_SHAPES["random_directed"](rng)
     digraph = _networkx(graph)
     async with va.open_backend("cpu") as backend, va.resident_graph(backend, graph) as session:
-        plain = await session.pagerank(tol=TOL)
-        uniform = await session.pagerank(personalization=np.ones(graph.num_vertices), tol=TOL)
+        plain = await session.pagerank(**TIGHT)
+        uniform = await session.pagerank(personalization=np.ones(graph.num_vertices), **TIGHT)
     want = _nx_ranks(digraph, dict.fromkeys(range(graph.num_vertices), 1.0))
     assert_ranks_match(plain, want)
     assert_ranks_match(uniform, want)
@@ -174,13 +176,13 @@ async def test_concurrent_ppr_calls_share_batches_and_each_gets_its_ranks(
     ):
 
         async def one(i: int) -> None:
-            got[i] = await session.ppr(seeds[i], tol=TOL, top_k=4 if i % 2 else None)
+            got[i] = await session.ppr(seeds[i], **TIGHT, top_k=4 if i % 2 else None)
 
         async with anyio.create_task_group() as tg:
             for i in range(len(seeds)):
                 tg.start_soon(one, i)
         stats = session.batch_stats()
-        many = await session.ppr_many(seeds[:20], tol=TOL)
+        many = await session.ppr_many(seeds[:20], **TIGHT)
     assert stats is not None
     assert stats.batches < len(seeds)
     for i, answer in got.items():
@@ -202,8 +204,8 @@ def test_a_job_of_ppr_items_writes_top_k_and_ranks(tmp_path: Path) -> None:
     job = write_job(
         tmp_path,
         [
-            {"kind": "ppr", "sources": sources, "top_k": 5, "tol": TOL},
-            {"kind": "ppr", "sources": sources[:6], "damping": 0.5, "tol": TOL},
+            {"kind": "ppr", "sources": sources, "top_k": 5, **TIGHT},
+            {"kind": "ppr", "sources": sources[:6], "damping": 0.5, **TIGHT},
         ],
     )
     summary = anyio.run(JobRunner(load_job(job), job_file=job).run)
