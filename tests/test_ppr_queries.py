@@ -289,3 +289,13 @@ def test_validate_refuses_a_bad_top_k_in_a_job(tmp_path: Path) -> None:
         code = main(["validate", str(job)])
     assert code == 2, err.getvalue()
     assert "top_k" in err.getvalue()
+
+
+async def test_an_iteration_limit_past_int32_is_clamped_not_refused() -> None:
+    """max_iter = 2**40 runs (clamped to the state's 2**24, as PageRank's is) and
+    converges on tol like any other limit."""
+    graph = _forty()
+    want = ppr_float64(graph, teleports(40, [3]))
+    async with va.open_backend("cpu") as backend, va.resident_graph(backend, graph) as session:
+        ranks = await session.ppr(3, tol=1e-9, max_iter=2**40)
+    assert_ranks_match(ranks, want[0])

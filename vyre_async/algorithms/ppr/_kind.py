@@ -20,7 +20,7 @@ from ...backends import SequenceStep
 from ...errors import ValidationError
 from .._kind import DEFAULT_QUERY_BUDGET, Params, QueryKind, RecordField, Replica, Summary
 from ._kernels import ppr_shares
-from ._layout import MAX_COLUMNS
+from ._layout import MAX_COLUMNS, PPR_MAX_ITER_LIMIT
 from ._results import TopRanks, top_pairs, top_ranks
 from ._run import (
     GRAPH_BUFFERS,
@@ -204,14 +204,15 @@ async def _run(
     graph = {name: replica.buffers[name] for name in GRAPH_BUFFERS[:3]} | {"shares": shares}
     num_vertices = replica.num_vertices
     top_k = min(params.top_k, num_vertices) if params.top_k is not None else 0
-    teleport = Teleport(params.damping, params.tol, params.max_iter)
+    max_iter = min(params.max_iter, PPR_MAX_ITER_LIMIT)  # the state counts no further
+    teleport = Teleport(params.damping, params.tol, max_iter)
     if isinstance(params, PersonalizedParams):
         personal = params.vector()
         dangling = await replica.host_derived(
             _DANGLING_KEY, lambda: replica.graph.out_degree() == 0
         )
         mass = float(personal[dangling].sum(dtype=np.float64))
-        teleport = Teleport(params.damping, params.tol, params.max_iter, personal, mass)
+        teleport = Teleport(params.damping, params.tol, max_iter, personal, mass)
     budget = (
         DEFAULT_QUERY_BUDGET
         if budget_bytes is None
