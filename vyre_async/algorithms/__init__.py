@@ -4,13 +4,15 @@
   query kinds ``bfs``, ``khop`` and ``reach``.
 - :mod:`~vyre_async.algorithms.bfs_path`: one shortest path (fewest edges) from a
   source to a target, the ``bfs_path`` kind.
+- :mod:`~vyre_async.algorithms.components`: weakly connected components by hooking
+  and pointer jumping, the ``components`` kind.
 - :mod:`~vyre_async.algorithms.msbfs`: multi-source BFS, 64 sources per lane word
   (how many traversal queries run at once), and the multi-query planner.
 - :mod:`~vyre_async.algorithms.pagerank`: pull PageRank in float32, the ``pagerank`` kind.
+- :mod:`~vyre_async.algorithms.ppr`: personalized PageRank, many seeds as the columns
+  of one power iteration, the ``ppr`` kind.
 - :mod:`~vyre_async.algorithms.sssp`: near-far delta-stepping shortest paths, the
   ``sssp`` kind.
-- :mod:`~vyre_async.algorithms.components`: weakly connected components by hooking
-  and pointer jumping, the ``components`` kind.
 - :mod:`~vyre_async.algorithms.egraph`: e-graph images and congruence closure.
 - :mod:`~vyre_async.algorithms.rmat`: the R-MAT generator on the device.
 
@@ -28,6 +30,7 @@ from . import components as components
 from . import egraph as egraph
 from . import msbfs as msbfs
 from . import pagerank as pagerank
+from . import ppr as ppr
 from . import rmat as rmat
 from . import sssp as sssp
 from ._kind import DEFAULT_QUERY_BUDGET as DEFAULT_QUERY_BUDGET
@@ -60,6 +63,7 @@ __all__ = [
     "lookup",
     "msbfs",
     "pagerank",
+    "ppr",
     "query_kinds",
     "register",
     "rmat",

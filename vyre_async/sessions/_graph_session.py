@@ -13,8 +13,8 @@ its work runs again on the others.
 The session knows no kind: :meth:`ResidentGraphSession.query` and
 :meth:`~ResidentGraphSession.query_many` run any registered kind, and the typed
 methods (``bfs``, ``khop``, ``reach_count``, ``path``, ``pagerank``, ``bfs_many``,
-``sssp``, ``sssp_many``, ``components``, ``component_sizes``) are thin calls into their
-kinds' units.
+``sssp``, ``sssp_many``, ``components``, ``component_sizes``, ``ppr``, ``ppr_many``) are
+thin calls into their kinds' units.
 """
 
 from __future__ import annotations
@@ -36,6 +36,14 @@ from ..algorithms.components import (
     component_sizes,
 )
 from ..algorithms.pagerank import PAGERANK, PagerankParams
+from ..algorithms.ppr import (
+    PPR,
+    PprParams,
+    TopRanks,
+    personalized_query,
+    require_seeds,
+    top_ranks,
+)
 from ..algorithms.sssp import SSSP, SsspParams
 from ..backends import Backend, DeviceGroup, check_out, is_foreign
 from ..batching import DynamicBatcher
@@ -482,6 +490,7 @@ class ResidentGraphSession(BatchedQueries, AsyncLifecycle):
         max_iter: int = 100,
         *,
         out: np.ndarray | None = None,
+        personalization: Any = None,
     ) -> np.ndarray:
         """PageRank by pull iteration in float32; dangling mass spread uniformly.
 
@@ -490,6 +499,11 @@ class ResidentGraphSession(BatchedQueries, AsyncLifecycle):
         to it (4 bytes per edge) until the session closes; where that copy does not
         fit, PageRank runs in the graph's own order and logs a warning.
 
+        With ``personalization``, the walk teleports (and leaves vertices without
+        out-edges) to that distribution instead of uniformly, as NetworkX's
+        ``pagerank(personalization=...)`` does with ``dangling=None``; it runs as a
+        ``ppr`` query (see :meth:`ppr`).
+
         Args:
             damping: Probability of following an edge, in (0, 1).
             tol: Stop once the L1 change of one iteration is below ``tol``.
@@ -497,16 +511,33 @@ class ResidentGraphSession(BatchedQueries, AsyncLifecycle):
             out: Write the ranks into this float32 array of ``num_vertices`` elements
                 and return it (page-locked: straight from the device; a device array
                 on the CUDA backend: device to device, as for :meth:`bfs`).
+            personalization: A vertex, a list of vertices (uniform over the distinct
+                ones), or a float weight vector of ``num_vertices`` non-negative
+                weights with positive mass (normalized); ``None``: uniform.
 
         Returns:
             float32 ranks summing to 1.
 
         Raises:
-            ValidationError: A parameter is out of range, or ``out`` does not fit.
+            ValidationError: A parameter is out of range, ``out`` does not fit, or the
+                personalization is empty, out of range, of the wrong length, negative
+                or of zero mass.
         """
         self._check_open()
         if out is not None:
             check_out(out, np.dtype(np.float32), self._graph.num_vertices)
+        if personalization is not None:
+            query, seed = personalized_query(
+                personalization,
+                self._graph.num_vertices,
+                damping=damping,
+                tol=tol,
+                max_iter=max_iter,
+            )
+            personal: np.ndarray = await self._one(
+                PPR, self._params(PPR, query), seed, out, 0, None
+            )
+            return personal
         params = PagerankParams(damping=damping, tol=tol, max_iter=max_iter)
         ranks: np.ndarray = await self.query(PAGERANK, None, params, out=out)
         return ranks
@@ -671,6 +702,98 @@ class ResidentGraphSession(BatchedQueries, AsyncLifecycle):
         """
         labels = await self.components()
         return await anyio.to_thread.run_sync(component_sizes, labels)
+
+    async def ppr(
+        self,
+        seed: int,
+        *,
+        top_k: int | None = None,
+        damping: float = 0.85,
+        tol: float = 1e-6,
+        max_iter: int = 100,
+        priority: int = 0,
+        queue_timeout: float | None = None,
+    ) -> np.ndarray | TopRanks:
+        """Personalized PageRank of ``seed``: float32 ranks summing to 1, or its top k.
+
+        A walk restarts at ``seed`` with probability ``1 - damping`` at each step, and
+        always from a vertex without out-edges. With batching, concurrent calls run
+        together as the columns of one power iteration (see :meth:`ppr_many`).
+
+        Args:
+            seed: The seed vertex.
+            top_k: Return a :class:`~vyre_async.algorithms.ppr.TopRanks` of the
+                ``top_k`` highest-ranked vertices (at most V, best first, ties to the
+                smaller vertex) and their ranks; ``None``: every vertex's rank.
+            damping: Probability of following an edge, in (0, 1).
+            tol: Stop once the L1 change of one iteration is below ``tol``.
+            max_iter: Stop after this many iterations at the latest.
+            priority: With batching, as for :meth:`bfs`.
+            queue_timeout: With batching, as for :meth:`bfs`.
+
+        Raises:
+            ValidationError: ``seed`` is out of range, or a parameter is (``top_k``
+                below 1 among them).
+        """
+        self._check_source(seed)
+        params = PprParams(damping=damping, tol=tol, max_iter=max_iter, top_k=top_k)
+        found: np.ndarray | TopRanks = await self._one(
+            PPR, self._params(PPR, params), int(seed), None, priority, queue_timeout
+        )
+        return found
+
+    async def ppr_many(
+        self,
+        seeds: Sequence[int] | np.ndarray,
+        *,
+        top_k: int | None = None,
+        damping: float = 0.85,
+        tol: float = 1e-6,
+        max_iter: int = 100,
+        budget_bytes: int | None = None,
+        priority: int = 0,
+        queue_timeout: float | None = None,
+    ) -> np.ndarray | TopRanks:
+        """Personalized PageRank of many seeds in one pass over the edges per iteration.
+
+        The seeds are the columns of one float32 power iteration (a sparse-times-dense
+        product), each seed stopping once its own L1 change is below ``tol``; as many
+        seeds per pass as fit ``budget_bytes`` (two ``V``-float buffers per seed), up to
+        1,024. With batching, the seeds go through the batcher as for :meth:`bfs_many`.
+
+        Args:
+            seeds: One seed vertex per query (duplicates allowed), at least one.
+            top_k: As for :meth:`ppr`.
+            damping: As for :meth:`ppr`.
+            tol: As for :meth:`ppr`.
+            max_iter: As for :meth:`ppr`.
+            budget_bytes: Device bytes the graph plus one pass may use (default: the
+                graph plus :data:`DEFAULT_QUERY_BUDGET`). Without batching only.
+            priority: With batching, as for :meth:`bfs`.
+            queue_timeout: With batching, as for :meth:`bfs` (per block).
+
+        Returns:
+            float32 ranks ``(len(seeds), V)``, a row per seed in order; or, with
+            ``top_k``, a :class:`~vyre_async.algorithms.ppr.TopRanks` of ``(len(seeds),
+            k)`` int32 vertices and float32 ranks.
+
+        Raises:
+            ValidationError: No seed, a seed out of range, or a bad parameter.
+        """
+        self._check_open()
+        params = self._params(
+            PPR, PprParams(damping=damping, tol=tol, max_iter=max_iter, top_k=top_k)
+        )
+        require_seeds(seeds)
+        rows = await self.query_many(
+            PPR,
+            seeds,
+            params,
+            budget_bytes=budget_bytes,
+            priority=priority,
+            queue_timeout=queue_timeout,
+        )
+        return rows if top_k is None else top_ranks(rows)
 
     def _source_array(self, sources: Sequence[int] | np.ndarray) -> np.ndarray:
         """``sources`` as a fresh int32 array, every vertex checked against the graph."""

@@ -1,0 +1,13 @@
+#define BLOCK 256
+#define MAX_COLUMNS 1024
+#define GATHER_CHUNK 256
+#define GATHER_UNROLL 8
+#define TOP_BINS 256
+#define STATE_DONE 0
+#define STATE_ITERATIONS 1
+#define STATE_MAX_ITER 2
+#define STATE_TOL 3
+#define STATE_DAMPING 4
+#define STATE_ACTIVE 5
+#define STATE_DENSE 6
+#define STATE_WORDS 8
