@@ -14,6 +14,7 @@ exit the sessions, the backend and the thread are closed in that order.
 from __future__ import annotations
 
 import atexit
+import itertools
 import os
 import threading
 from collections.abc import Awaitable, Callable
@@ -39,6 +40,8 @@ class NetworkxLoop:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
+        #: Tokens of entered sessions: never reused (an ``id`` may be, once freed).
+        self._tokens = itertools.count()
         self._portal_cm: AbstractContextManager[BlockingPortal] | None = None
         self._portal: BlockingPortal | None = None
         self._backend_cm: AbstractContextManager[Backend] | None = None
@@ -89,8 +92,8 @@ class NetworkxLoop:
         self._close_gone()
         wrapped = portal.wrap_async_context_manager(manager)
         value = wrapped.__enter__()
-        token = id(wrapped)
         with self._lock:
+            token = next(self._tokens)
             self._sessions[token] = wrapped
         return token, value
 
