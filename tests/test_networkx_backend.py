@@ -86,6 +86,40 @@ def test_results_equal_networkx_on_random_graphs(rng: np.random.Generator, direc
     assert max(abs(ranks[n] - want[n]) for n in want) < 1e-5
 
 
+@pytest.mark.parametrize("directed", [False, True])
+def test_personalized_pagerank_equals_networkx(rng: np.random.Generator, directed: bool) -> None:
+    """pagerank(personalization=...) runs on vyre and equals NetworkX's, one seed or
+    random weights over some nodes (and keys that are not nodes, which both ignore);
+    a directed random graph has vertices without out-edges, whose mass goes to the
+    personalization in both.
+
+    Both stop once an iteration moves the ranks by less than ``N * tol`` in L1 but
+    start from different vectors, so each is within ``N * tol * alpha / (1 - alpha)``
+    of the fixed point (NetworkX run to ``tol=1e-13``), not of each other."""
+    graph = _random_graph(rng, directed=directed)
+    nodes = list(graph)
+    picked = rng.choice(len(nodes), 5, replace=False)
+    weights = {nodes[int(i)]: float(rng.uniform(0.1, 3.0)) for i in picked}
+    for personalization in ({nodes[int(picked[0])]: 1}, {**weights, "not a node": 5.0}):
+        runs = vx.backend_interface.can_run(
+            "pagerank", (graph,), {"personalization": personalization}
+        )
+        assert runs is True
+        exact = nx.pagerank(
+            graph, personalization=personalization, weight=None, tol=1e-13, max_iter=2000
+        )
+        near = nx.pagerank(graph, personalization=personalization, weight=None)
+        ranks = dict.fromkeys(exact, -1.0)  # poisoned: every node must be written
+        ranks.update(
+            nx.pagerank(graph, personalization=personalization, weight=None, backend="vyre")
+        )
+        bound = len(graph) * 1e-6 * 0.85 / 0.15 + 1e-5  # and float32's rounding
+        assert ranks.keys() == exact.keys()
+        assert sum(abs(near[n] - exact[n]) for n in exact) <= bound  # the bound holds
+        assert sum(abs(ranks[n] - exact[n]) for n in exact) <= bound
+        assert sum(ranks.values()) == pytest.approx(1.0, abs=1e-5)
+
+
 def test_a_graph_converts_once_across_ten_calls_and_again_after_a_change(
     rng: np.random.Generator,
 ) -> None:
@@ -170,9 +204,12 @@ def test_unsupported_arguments_are_left_to_networkx(rng: np.random.Generator) ->
     assert isinstance(
         interface.can_run("bfs_edges", (graph, source), {"sort_neighbors": sorted}), str
     )
-    assert isinstance(
-        interface.can_run("pagerank", (graph,), {"personalization": {source: 1}}), str
-    )
+    for personalization in ({source: -1.0}, {source: 0}, {"not a node": 1.0}, [source]):
+        reason = interface.can_run("pagerank", (graph,), {"personalization": personalization})
+        assert isinstance(reason, str)
+        assert "personalization" in reason
+    assert isinstance(interface.can_run("pagerank", (graph,), {"dangling": {source: 1}}), str)
+    assert interface.can_run("pagerank", (graph,), {"personalization": {source: 1}}) is True
     assert interface.can_run("pagerank", (graph,), {}) is True
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Callable
+import math
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import networkx as nx
@@ -128,8 +129,11 @@ class BackendInterface:
                 kwargs.get("target") is None or kwargs["G"].is_directed()
             ):
                 return "all pairs' paths, or paths to a target of a directed graph"
-        if name == "pagerank" and (kwargs.get("personalization") or kwargs.get("dangling")):
-            return "a personalization or dangling distribution"
+        if name == "pagerank":
+            if kwargs.get("dangling"):
+                return "a dangling distribution other than the personalization"
+            if kwargs.get("personalization") and not _teleport_mass(kwargs):
+                return "a personalization that is not non-negative weights of positive mass"
         return True
 
     @staticmethod
@@ -140,6 +144,18 @@ class BackendInterface:
         if callable(size) and size() < SMALL_GRAPH_EDGES:
             return f"the graph has fewer than {SMALL_GRAPH_EDGES} edges"
         return True
+
+
+def _teleport_mass(kwargs: dict[str, Any]) -> bool:
+    """Whether a PageRank personalization is a mapping of finite non-negative weights
+    with positive mass on the graph's nodes (anything else is NetworkX's to refuse)."""
+    weights, graph = kwargs["personalization"], kwargs["G"]
+    if not isinstance(weights, Mapping):
+        return False
+    values = [value for node, value in weights.items() if node in graph]
+    if not all(isinstance(v, int | float) and math.isfinite(v) and v >= 0 for v in values):
+        return False
+    return bool(sum(values) > 0)
 
 
 #: Below this many edges a call runs in NetworkX when the backend is chosen for it
