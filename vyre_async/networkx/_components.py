@@ -35,9 +35,12 @@ def _components(graph: VyreGraph) -> Iterator[set[Hashable]]:
     """Each component's nodes, the component of the earliest node first."""
     labels = _labels(graph)
     order = np.argsort(labels, kind="stable")
-    cuts = np.flatnonzero(np.diff(labels[order])) + 1
-    for members in np.split(order, cuts) if order.size else ():
-        yield set(as_nodes(graph, members.tolist()))
+    if not order.size:
+        return
+    nodes = as_nodes(graph, order.tolist())  # grouped by component, one pass
+    cuts = (np.flatnonzero(np.diff(labels[order])) + 1).tolist()
+    for start, stop in zip([0, *cuts], [*cuts, len(nodes)], strict=True):
+        yield set(nodes[start:stop])
 
 
 def connected_components(G: VyreGraph) -> Iterator[set[Hashable]]:
