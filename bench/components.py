@@ -26,13 +26,13 @@ import datetime
 import json
 import platform
 import statistics
-import subprocess
 import sys
 import time
 from typing import Any
 
 import anyio
 import numpy as np
+from device_record import environment
 from scipy.sparse import csgraph, csr_array
 
 import vyre_async as va
@@ -144,28 +144,6 @@ async def bench(backend: va.Backend, graph: va.graphs.CsrGraph, rounds: int) -> 
     }
 
 
-def _environment(backend: va.Backend) -> dict[str, Any]:
-    info = getattr(backend, "device_info", None)
-    smi = (
-        subprocess.run(
-            ["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
-            capture_output=True,
-            text=True,
-            check=False,
-        ).stdout.strip()
-        if backend.kind == "cuda"
-        else ""
-    )
-    device: dict[str, Any] = {"name": backend.device_name}
-    if info is not None:
-        device |= {
-            "name": info.name,
-            "compute_capability": list(info.compute_capability),
-            "driver_version": info.driver_version,
-        }
-    return {"device": device, "nvidia_smi": smi}
-
-
 async def main_async(quick: bool, rounds: int) -> dict[str, Any]:
     """The graph on one backend."""
     kind = "cpu" if quick else "cuda"
@@ -174,7 +152,7 @@ async def main_async(quick: bool, rounds: int) -> dict[str, Any]:
         summary: dict[str, Any] = {
             "benchmark": "components",
             "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-            **_environment(backend),
+            **environment(backend),
             "python": platform.python_version(),
             "event_loop": "asyncio",
             "backend": kind,

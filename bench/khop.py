@@ -31,13 +31,13 @@ import datetime
 import json
 import platform
 import statistics
-import subprocess
 import sys
 import time
 from typing import Any
 
 import anyio
 import numpy as np
+from device_record import environment
 from scipy.sparse import csgraph, csr_array
 
 import vyre_async as va
@@ -214,28 +214,6 @@ async def bench_graph(
     return result
 
 
-def _environment(backend: va.Backend) -> dict[str, Any]:
-    info = getattr(backend, "device_info", None)
-    smi = (
-        subprocess.run(
-            ["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
-            capture_output=True,
-            text=True,
-            check=False,
-        ).stdout.strip()
-        if backend.kind == "cuda"
-        else ""
-    )
-    device: dict[str, Any] = {"name": backend.device_name}
-    if info is not None:
-        device |= {
-            "name": info.name,
-            "compute_capability": list(info.compute_capability),
-            "driver_version": info.driver_version,
-        }
-    return {"device": device, "nvidia_smi": smi}
-
-
 async def main_async(quick: bool, rounds: int, count: int, torch: Any, pyg: Any) -> dict[str, Any]:
     """Both graphs on one backend."""
     rng = np.random.default_rng(SEED)
@@ -246,7 +224,7 @@ async def main_async(quick: bool, rounds: int, count: int, torch: Any, pyg: Any)
         summary: dict[str, Any] = {
             "benchmark": "khop",
             "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-            **_environment(backend),
+            **environment(backend),
             "python": platform.python_version(),
             "torch": getattr(torch, "__version__", None),
             "torch_geometric": _pyg_version() if pyg is not None else None,

@@ -151,10 +151,15 @@ def main() -> None:
             f"{name:<50} networkx {r['networkx_s']:8.3f} s  first {r['first_s']:8.3f} s "
             f"({first_x:6.1f}x)  cached {r['cached_s']:8.4f} s ({cached_x:7.1f}x)"
         )
+    info = getattr(backend, "device_info", None)  # the CUDA backend's
     summary = {
         "benchmark": "networkx",
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        "device": {"backend": backend.kind, "name": backend.device_name},
+        "device": {
+            "backend": backend.kind,
+            "name": backend.device_name,
+            "driver_version": None if info is None else info.driver_version,
+        },
         "python": platform.python_version(),
         "networkx": nx.__version__,
         "scale": args.scale,

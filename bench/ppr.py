@@ -31,13 +31,13 @@ import importlib.util
 import json
 import platform
 import statistics
-import subprocess
 import sys
 import time
 from typing import Any
 
 import anyio
 import numpy as np
+from device_record import environment
 
 import vyre_async as va
 from vyre_async.algorithms import ppr
@@ -237,28 +237,6 @@ async def bench(
     return result
 
 
-def _environment(backend: va.Backend) -> dict[str, Any]:
-    info = getattr(backend, "device_info", None)
-    smi = (
-        subprocess.run(
-            ["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
-            capture_output=True,
-            text=True,
-            check=False,
-        ).stdout.strip()
-        if backend.kind == "cuda"
-        else ""
-    )
-    device: dict[str, Any] = {"name": backend.device_name}
-    if info is not None:
-        device |= {
-            "name": info.name,
-            "compute_capability": list(info.compute_capability),
-            "driver_version": info.driver_version,
-        }
-    return {"device": device, "nvidia_smi": smi}
-
-
 async def main_async(quick: bool, rounds: int, iterations: int, singles: int) -> dict[str, Any]:
     """One graph on one backend."""
     rng = np.random.default_rng(SEED)
@@ -276,7 +254,7 @@ async def main_async(quick: bool, rounds: int, iterations: int, singles: int) ->
         summary: dict[str, Any] = {
             "benchmark": "ppr",
             "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-            **_environment(backend),
+            **environment(backend),
             "python": platform.python_version(),
             "event_loop": "asyncio",
             "backend": kind,

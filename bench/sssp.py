@@ -29,7 +29,6 @@ import datetime
 import json
 import platform
 import statistics
-import subprocess
 import sys
 import time
 from collections.abc import Mapping
@@ -38,6 +37,7 @@ from typing import Any
 
 import anyio
 import numpy as np
+from device_record import environment
 from scipy.sparse import csgraph, csr_array
 
 import vyre_async as va
@@ -305,28 +305,6 @@ async def bench_many(
             await sssp.free_scratch_buffers(backend, scratch.buffers)
 
 
-def _environment(backend: va.Backend) -> dict[str, Any]:
-    info = getattr(backend, "device_info", None)
-    smi = (
-        subprocess.run(
-            ["nvidia-smi", "--query-gpu=name,driver_version", "--format=csv,noheader"],
-            capture_output=True,
-            text=True,
-            check=False,
-        ).stdout.strip()
-        if backend.kind == "cuda"
-        else ""
-    )
-    device: dict[str, Any] = {"name": backend.device_name}
-    if info is not None:
-        device |= {
-            "name": info.name,
-            "compute_capability": list(info.compute_capability),
-            "driver_version": info.driver_version,
-        }
-    return {"device": device, "nvidia_smi": smi}
-
-
 async def main_async(quick: bool, rounds: int) -> dict[str, Any]:
     """Every graph on one backend."""
     rng = np.random.default_rng(SEED)
@@ -340,7 +318,7 @@ async def main_async(quick: bool, rounds: int) -> dict[str, Any]:
         summary: dict[str, Any] = {
             "benchmark": "sssp",
             "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-            **_environment(backend),
+            **environment(backend),
             "python": platform.python_version(),
             "event_loop": "asyncio",
             "backend": kind,
