@@ -5,12 +5,14 @@ from __future__ import annotations
 import inspect
 import secrets
 from collections.abc import Iterator
+from pathlib import Path
 
 import numpy as np
 import pytest
 from blockbuster import blockbuster_ctx
 
 from vyre_async import logging as vyre_logging
+from vyre_async.kernels import _compile as compile_module
 
 
 @pytest.fixture(params=["asyncio", "trio"])
@@ -35,6 +37,16 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     seeds = [value for key, value in item.user_properties if key == "seed"]
     if report.failed and seeds:
         report.sections.append(("random seed", f"rng seed = {seeds[0]}"))
+
+
+@pytest.fixture
+def private_kernel_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Kernels build into this test's own cache, on disk and in memory, so a build is
+    really made, not served from another test's."""
+    monkeypatch.setenv("VYRE_ASYNC_CACHE_DIR", str(tmp_path / "cache"))
+    compile_module.clear_memory_cache()
+    yield
+    compile_module.clear_memory_cache()
 
 
 @pytest.fixture(autouse=True)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
 
@@ -12,6 +11,7 @@ import numpy as np
 import pytest
 from graph_references import GRAPH_SHAPES, scipy_levels
 from job_files import random_sources, rmat_graph, write_job
+from kernel_builds import assert_builds_cleanly
 from tree_references import assert_shortest_path
 
 import vyre_async as va
@@ -24,10 +24,7 @@ from vyre_async.algorithms.bfs_path import (
 )
 from vyre_async.graphs import CsrGraph
 from vyre_async.jobs import JobRunner, load_job, open_item_arrays, read_records
-from vyre_async.kernels import Kernel, compile_kernel
-from vyre_async.kernels import _compile as compile_module
-
-ELF_MAGIC = b"\x7fELF"
+from vyre_async.kernels import Kernel
 
 
 def _pairs(rng: np.random.Generator, graph: CsrGraph, count: int) -> list[tuple[int, int]]:
@@ -176,20 +173,9 @@ def test_the_defines_header_states_the_python_constants() -> None:
     assert stated == {name: str(value) for name, value in _layout.CUDA_DEFINES.items()}
 
 
-@pytest.fixture
-def _private_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setenv("VYRE_ASYNC_CACHE_DIR", str(tmp_path / "cache"))
-    compile_module.clear_memory_cache()
-    yield
-    compile_module.clear_memory_cache()
-
-
-@pytest.mark.usefixtures("_private_cache")
+@pytest.mark.usefixtures("private_kernel_cache")
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
 @pytest.mark.parametrize("kernel", BFS_PATH_KERNELS, ids=lambda k: k.name)
 def test_path_kernel_compiles_without_warnings(kernel: Kernel, arch: str) -> None:
     """Each path kernel builds to a CUBIN with NVRTC, and NVRTC has nothing to say."""
-    compiled = compile_kernel(kernel, arch)
-    assert compiled.image.startswith(ELF_MAGIC)
-    assert compiled.entry == kernel.entry
-    assert "warning" not in compiled.log.lower()
+    assert_builds_cleanly(kernel, arch)

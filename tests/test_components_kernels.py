@@ -7,7 +7,6 @@ from __future__ import annotations
 import ctypes
 import re
 import shutil
-from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
 
@@ -15,35 +14,23 @@ import numpy as np
 import pytest
 from components_references import SHAPES, scipy_labels
 from cuda_emulator import compile_emulated
+from kernel_builds import assert_builds_cleanly
 
 import vyre_async as va
 from vyre_async.algorithms import components
 from vyre_async.algorithms.components import _layout
-from vyre_async.kernels import Kernel, compile_kernel
-from vyre_async.kernels import _compile as compile_module
+from vyre_async.kernels import Kernel
 
-ELF_MAGIC = b"\x7fELF"
 #: Rounds after done that must change nothing.
 PAST_DONE = 3
 
 
-@pytest.fixture
-def _private_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setenv("VYRE_ASYNC_CACHE_DIR", str(tmp_path / "cache"))
-    compile_module.clear_memory_cache()
-    yield
-    compile_module.clear_memory_cache()
-
-
-@pytest.mark.usefixtures("_private_cache")
+@pytest.mark.usefixtures("private_kernel_cache")
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
 @pytest.mark.parametrize("kernel", components.COMPONENTS_KERNELS, ids=lambda k: k.name)
 def test_components_kernel_compiles_without_warnings(kernel: Kernel, arch: str) -> None:
     """Each components kernel builds to a CUBIN with NVRTC, and NVRTC has nothing to say."""
-    compiled = compile_kernel(kernel, arch)
-    assert compiled.image.startswith(ELF_MAGIC)
-    assert compiled.entry == kernel.entry
-    assert "warning" not in compiled.log.lower()
+    assert_builds_cleanly(kernel, arch)
 
 
 def test_define_header_states_the_python_constants() -> None:

@@ -9,13 +9,13 @@ that writes an ``in`` buffer fails loudly. Every kernel is also built with NVRTC
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 
 import networkx as nx
 import numpy as np
 import pytest
+from kernel_builds import assert_builds_cleanly
 from scipy.sparse import csgraph, csr_array
 
 from vyre_async.algorithms.bfs import (
@@ -48,10 +48,7 @@ from vyre_async.algorithms.pagerank import (
     pr_update,
 )
 from vyre_async.algorithms.pagerank import STATE_DONE as PR_DONE
-from vyre_async.kernels import Kernel, compile_kernel
-from vyre_async.kernels import _compile as compile_module
-
-ELF_MAGIC = b"\x7fELF"
+from vyre_async.kernels import Kernel
 
 
 @dataclass(frozen=True)
@@ -625,24 +622,12 @@ def test_pagerank_kernels_do_nothing_once_done(rng: np.random.Generator) -> None
 # ---------------------------------------------------------------------------- NVRTC
 
 
-@pytest.fixture
-def _private_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setenv("VYRE_ASYNC_CACHE_DIR", str(tmp_path / "cache"))
-    compile_module.clear_memory_cache()
-    yield
-    compile_module.clear_memory_cache()
-
-
 KERNELS: Mapping[str, Kernel] = {k.name: k for k in (*BFS_KERNELS, *PAGERANK_KERNELS)}
 
 
-@pytest.mark.usefixtures("_private_cache")
+@pytest.mark.usefixtures("private_kernel_cache")
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
 @pytest.mark.parametrize("name", list(KERNELS))
 def test_graph_kernel_compiles_without_warnings(name: str, arch: str) -> None:
     """Each graph kernel builds to a CUBIN with NVRTC, and NVRTC has nothing to say."""
-    compiled = compile_kernel(KERNELS[name], arch)
-
-    assert compiled.image.startswith(ELF_MAGIC)
-    assert compiled.entry == KERNELS[name].entry
-    assert "warning" not in compiled.log.lower()
+    assert_builds_cleanly(KERNELS[name], arch)

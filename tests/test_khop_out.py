@@ -4,14 +4,13 @@ the compaction kernels against NumPy."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from importlib import resources
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 from graph_references import GRAPH_SHAPES, scipy_levels
+from kernel_builds import assert_builds_cleanly
 
 import vyre_async as va
 from vyre_async.algorithms import _repeat
@@ -25,10 +24,7 @@ from vyre_async.algorithms.bfs import (
     khop_scatter,
 )
 from vyre_async.graphs import CsrGraph
-from vyre_async.kernels import Kernel, compile_kernel
-from vyre_async.kernels import _compile as compile_module
-
-ELF_MAGIC = b"\x7fELF"
+from vyre_async.kernels import Kernel
 
 
 def _within(graph: CsrGraph, source: int, k: int) -> np.ndarray:
@@ -256,20 +252,9 @@ def test_the_defines_header_states_the_python_constants() -> None:
     assert stated == {name: str(value) for name, value in _compact_layout.CUDA_DEFINES.items()}
 
 
-@pytest.fixture
-def _private_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setenv("VYRE_ASYNC_CACHE_DIR", str(tmp_path / "cache"))
-    compile_module.clear_memory_cache()
-    yield
-    compile_module.clear_memory_cache()
-
-
-@pytest.mark.usefixtures("_private_cache")
+@pytest.mark.usefixtures("private_kernel_cache")
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
 @pytest.mark.parametrize("kernel", KHOP_KERNELS, ids=lambda k: k.name)
 def test_compaction_kernel_compiles_without_warnings(kernel: Kernel, arch: str) -> None:
     """Each compaction kernel builds to a CUBIN with NVRTC, and NVRTC has nothing to say."""
-    compiled = compile_kernel(kernel, arch)
-    assert compiled.image.startswith(ELF_MAGIC)
-    assert compiled.entry == kernel.entry
-    assert "warning" not in compiled.log.lower()
+    assert_builds_cleanly(kernel, arch)

@@ -11,12 +11,12 @@ NVRTC.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import pytest
+from kernel_builds import assert_builds_cleanly
 from scipy.sparse import csgraph, csr_array
 
 from vyre_async.algorithms import msbfs as _msbfs
@@ -50,10 +50,8 @@ from vyre_async.algorithms.msbfs import (
 )
 from vyre_async.algorithms.msbfs import _kernels as msbfs_kernels_module
 from vyre_async.graphs import CsrGraph
-from vyre_async.kernels import Kernel, compile_kernel
-from vyre_async.kernels import _compile as compile_module
+from vyre_async.kernels import Kernel
 
-ELF_MAGIC = b"\x7fELF"
 GARBAGE = np.uint64(0xDEAD_BEEF_F00D_CAFE)  # what init must overwrite
 
 
@@ -860,21 +858,9 @@ def test_msbfs_launch_rules_give_one_warp_per_task(words: int) -> None:
 # ---------------------------------------------------------------------------- NVRTC
 
 
-@pytest.fixture
-def _private_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setenv("VYRE_ASYNC_CACHE_DIR", str(tmp_path / "cache"))
-    compile_module.clear_memory_cache()
-    yield
-    compile_module.clear_memory_cache()
-
-
-@pytest.mark.usefixtures("_private_cache")
+@pytest.mark.usefixtures("private_kernel_cache")
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
 @pytest.mark.parametrize("kernel", MSBFS_KERNELS, ids=lambda k: k.name)
 def test_msbfs_kernel_compiles_without_warnings(kernel: Kernel, arch: str) -> None:
     """Each multi-source BFS kernel builds to a CUBIN with NVRTC, and NVRTC has nothing to say."""
-    compiled = compile_kernel(kernel, arch)
-
-    assert compiled.image.startswith(ELF_MAGIC)
-    assert compiled.entry == kernel.entry
-    assert "warning" not in compiled.log.lower()
+    assert_builds_cleanly(kernel, arch)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import ctypes
 import re
 import shutil
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -15,33 +15,21 @@ from typing import Any
 import numpy as np
 import pytest
 from cuda_emulator import compile_emulated
+from kernel_builds import assert_builds_cleanly
 
 from vyre_async.algorithms import ppr
 from vyre_async.algorithms.ppr import _layout
-from vyre_async.kernels import BufferParam, Kernel, compile_kernel
-from vyre_async.kernels import _compile as compile_module
+from vyre_async.kernels import BufferParam, Kernel
 
-ELF_MAGIC = b"\x7fELF"
 KERNELS = (*ppr.PPR_KERNELS, *ppr.PPR_TOP_KERNELS)
 
 
-@pytest.fixture
-def _private_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setenv("VYRE_ASYNC_CACHE_DIR", str(tmp_path / "cache"))
-    compile_module.clear_memory_cache()
-    yield
-    compile_module.clear_memory_cache()
-
-
-@pytest.mark.usefixtures("_private_cache")
+@pytest.mark.usefixtures("private_kernel_cache")
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
 @pytest.mark.parametrize("kernel", KERNELS, ids=lambda k: k.name)
 def test_ppr_kernel_compiles_without_warnings(kernel: Kernel, arch: str) -> None:
     """Each personalized PageRank kernel builds to a CUBIN with NVRTC, without a warning."""
-    compiled = compile_kernel(kernel, arch)
-    assert compiled.image.startswith(ELF_MAGIC)
-    assert compiled.entry == kernel.entry
-    assert "warning" not in compiled.log.lower()
+    assert_builds_cleanly(kernel, arch)
 
 
 def test_define_header_states_the_python_constants() -> None:

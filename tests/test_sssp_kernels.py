@@ -4,41 +4,27 @@ driven step by step as a resident sequence drives them (well past done)."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from importlib import resources
-from pathlib import Path
 
 import numpy as np
 import pytest
+from kernel_builds import assert_builds_cleanly
 from sssp_references import WEIGHTED_SHAPES, WeightedGraph, scipy_distances
 
 from vyre_async.algorithms import sssp
 from vyre_async.algorithms.sssp import _layout, _many_layout
-from vyre_async.kernels import Kernel, compile_kernel
-from vyre_async.kernels import _compile as compile_module
-
-ELF_MAGIC = b"\x7fELF"
+from vyre_async.kernels import Kernel
 
 
-@pytest.fixture
-def _private_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setenv("VYRE_ASYNC_CACHE_DIR", str(tmp_path / "cache"))
-    compile_module.clear_memory_cache()
-    yield
-    compile_module.clear_memory_cache()
-
-
-@pytest.mark.usefixtures("_private_cache")
+@pytest.mark.usefixtures("private_kernel_cache")
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
 @pytest.mark.parametrize(
     "kernel", [*sssp.SSSP_KERNELS, *sssp.SSSP_MANY_KERNELS], ids=lambda k: k.name
 )
 def test_sssp_kernel_compiles_without_warnings(kernel: Kernel, arch: str) -> None:
     """Each shortest-path kernel builds to a CUBIN with NVRTC, and NVRTC has nothing to say."""
-    compiled = compile_kernel(kernel, arch)
-    assert compiled.image.startswith(ELF_MAGIC)
-    assert compiled.entry == kernel.entry
-    assert "warning" not in compiled.log.lower()
+    assert_builds_cleanly(kernel, arch)
 
 
 @pytest.mark.parametrize(
