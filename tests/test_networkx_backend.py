@@ -86,6 +86,68 @@ def test_results_equal_networkx_on_random_graphs(rng: np.random.Generator, direc
     assert max(abs(ranks[n] - want[n]) for n in want) < 1e-5
 
 
+@pytest.mark.parametrize("labels", ["own numbers", "shuffled numbers"])
+def test_a_graph_of_integer_nodes_converts_to_its_edges(
+    rng: np.random.Generator, labels: str
+) -> None:
+    """Nodes 0..n-1 in order (kept as their own numbers) or shuffled (renumbered): the
+    CSR holds exactly the graph's edges and weights, and lengths equal NetworkX's."""
+    n = int(rng.integers(40, 90))
+    graph = nx.DiGraph()
+    graph.add_nodes_from(range(n) if labels == "own numbers" else rng.permutation(n).tolist())
+    for u, v in rng.integers(0, n, (4 * n, 2)).tolist():
+        graph.add_edge(u, v, weight=float(rng.uniform(0.5, 4.0)))
+    converted = vx.convert_from_nx(graph, edge_attrs={"weight": 1.0})
+    csr, nodes = converted.csr, converted.nodes
+    got = {
+        (nodes[u], nodes[int(v)]): float(w)
+        for u in range(len(nodes))
+        for v, w in zip(
+            csr.indices[csr.offsets[u] : csr.offsets[u + 1]],
+            csr.weights[csr.offsets[u] : csr.offsets[u + 1]],
+            strict=True,
+        )
+    }
+    want = {(u, v): np.float32(d["weight"]) for u, v, d in graph.edges(data=True)}
+    assert got == want
+    source = nodes[0]
+    lengths = nx.single_source_dijkstra_path_length(graph, source, backend="vyre")
+    expected = nx.single_source_dijkstra_path_length(graph, source)
+    assert lengths.keys() == expected.keys()
+    assert max(abs(lengths[v] - expected[v]) for v in expected) < 1e-4
+
+
+def test_parallel_edges_convert_to_their_lightest(rng: np.random.Generator) -> None:
+    """A multigraph's parallel edges become one edge of the smallest weight (a missing
+    weight counting as the default), as NetworkX's shortest paths take them."""
+    graph = nx.MultiDiGraph()
+    n = 30
+    graph.add_nodes_from(f"v{i}" for i in range(n))
+    for u, v in rng.integers(0, n, (6 * n, 2)).tolist():
+        if rng.random() < 0.1:
+            graph.add_edge(f"v{u}", f"v{v}")  # no weight: the default 1
+        else:
+            graph.add_edge(f"v{u}", f"v{v}", weight=float(rng.integers(2, 9)))
+    converted = vx.convert_from_nx(graph, edge_attrs={"weight": 1})
+    index = {node: i for i, node in enumerate(converted.nodes)}
+    csr = converted.csr
+    for u, v in set(graph.edges()):
+        lightest = min(d.get("weight", 1) for d in graph[u][v].values())
+        row = slice(csr.offsets[index[u]], csr.offsets[index[u] + 1])
+        (at,) = np.flatnonzero(csr.indices[row] == index[v])
+        assert csr.weights[row][at] == lightest
+    assert csr.num_edges == len(set(graph.edges()))
+
+
+@pytest.mark.parametrize("bad", ["heavy", None, float("nan")])
+def test_a_weight_that_is_not_a_finite_number_is_left_to_networkx(bad: object) -> None:
+    """A weight of another type or NaN: the conversion declines (NotImplementedError,
+    which makes NetworkX run its own code) instead of failing deep inside."""
+    graph = nx.DiGraph([(0, 1, {"weight": 2.0}), (1, 2, {"weight": bad})])
+    with pytest.raises(NotImplementedError, match="weight"):
+        vx.convert_from_nx(graph, edge_attrs={"weight": 1})
+
+
 @pytest.mark.parametrize("directed", [False, True])
 def test_personalized_pagerank_equals_networkx(rng: np.random.Generator, directed: bool) -> None:
     """pagerank(personalization=...) runs on vyre and equals NetworkX's, one seed or
