@@ -239,3 +239,13 @@ def test_run_serves_metrics_on_loopback_unless_given_a_host(
     argv = ["run", str(job), "--out", str(tmp_path / "b"), "--metrics-port", "0"]
     assert cli.main([*argv, "--metrics-host", "localhost"]) == 0
     assert hosts == ["127.0.0.1", "localhost"]
+
+
+@pytest.mark.parametrize("port", [-1, 65536, 70000])
+def test_serve_metrics_refuses_a_port_out_of_range_with_a_fix(port: int) -> None:
+    """A port outside 0-65535 is a ConfigurationError naming the range, not an OverflowError."""
+    with (
+        pytest.raises(va.ConfigurationError, match=r"0 to 65535.*Fix: "),
+        va.jobs.serve_metrics(JobMetrics(), port),
+    ):
+        pass

@@ -125,6 +125,11 @@ def serve_metrics(metrics: JobMetrics, port: int, host: str = "127.0.0.1") -> It
         ConfigurationError: ``prometheus_client`` is missing, or the address or port
             cannot be used.
     """
+    if not 0 <= port <= 65535:
+        raise ConfigurationError(
+            f"metrics cannot be served on port {port}: a TCP port is 0 to 65535",
+            fix="pick a free port from 1024 to 65535 with --metrics-port (0 picks one).",
+        )
     collector = metrics.collector()  # raises first when prometheus_client is missing
     from prometheus_client import CollectorRegistry
 
