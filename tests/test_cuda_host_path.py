@@ -204,6 +204,9 @@ async def test_concurrent_awaits_cancelled_while_parked_still_run_every_dispatch
     the waiter, so every dispatch still runs once, in order on its buffer, and all
     memory comes back."""
     tasks, rounds = 8, 6
+    # Loaded ahead, so each dispatch is enqueued before its await first yields (an
+    # unloaded kernel loads first, and a cancel landing then stops the dispatch too).
+    await cuda.load_kernels(axpy)
     x = rng.standard_normal(256).astype(np.float32)
     ys = [rng.standard_normal(256).astype(np.float32) for _ in range(tasks)]
     xb = await cuda.upload(x)

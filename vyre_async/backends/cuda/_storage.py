@@ -2,6 +2,10 @@
 
 Uploads are staged through page-locked memory and copied in one transfer; several
 arrays uploaded together share one block (a slab), freed when its last member is.
+A slab's block (a graph's, hundreds of megabytes) and any large staging block are
+allocated and page-locked in a worker thread: on the event loop they would stall it
+for as long as the driver takes, and with several devices uploading at once, one
+device after another.
 A write from memory that is already page-locked goes straight to the device. A
 buffer exported to another library that outlives the backend keeps its block out of
 the pool, freed when the last view of it goes.
@@ -10,8 +14,10 @@ the pool, freed when the last view of it goes.
 from __future__ import annotations
 
 import functools
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
+import anyio
 import numpy as np
 
 from ...cuda import DeviceAllocation, PinnedBuffer, call
@@ -21,6 +27,8 @@ from .._resident import ResidentBuffer, slab_layout
 from ._base import INLINE_COPY_BYTES, CudaBase, Slab
 from ._staging import COPY_PAD
 from ._work import keep_alive
+
+T = TypeVar("T")
 
 
 def _padded(nbytes: int) -> int:
@@ -63,7 +71,7 @@ class CudaStorage(CudaBase):
 
     async def _store_group(self, datas: list[np.ndarray]) -> list[DeviceAllocation]:
         layout = slab_layout([d.nbytes for d in datas])
-        block = self._memory.acquire(layout[-1])
+        block = await self._acquire_off_loop(self._memory.acquire, layout[-1])
         await self._fill(block, datas, layout)
         views = [
             DeviceAllocation(ptr=block.ptr + start, nbytes=d.nbytes, capacity=d.nbytes)
@@ -83,7 +91,10 @@ class CudaStorage(CudaBase):
         """
         total = _padded(layout[-1])
         try:
-            pinned = self._pinned.acquire(max(total, COPY_PAD))
+            if total > INLINE_COPY_BYTES:
+                pinned = await self._acquire_off_loop(self._pinned.acquire, total)
+            else:
+                pinned = self._pinned.acquire(max(total, COPY_PAD))
         except BaseException:
             self._release(block)
             raise
@@ -103,6 +114,13 @@ class CudaStorage(CudaBase):
         await self._stream_op(
             enqueue, lambda: self._pinned.release(pinned), on_abandon=lambda: self._release(block)
         )
+
+    async def _acquire_off_loop(self, acquire: Callable[[int], T], nbytes: int) -> T:
+        """``acquire(nbytes)`` in a worker thread; what it returns is never lost to a
+        cancellation (the caller's next checkpoint raises it, and releases the block)."""
+        with anyio.CancelScope(shield=True):
+            acquired = await anyio.to_thread.run_sync(acquire, nbytes, limiter=self._copy_limiter)
+        return acquired
 
     async def _write(self, storage: DeviceAllocation, byte_offset: int, data: Any) -> None:
         if not data.nbytes:
