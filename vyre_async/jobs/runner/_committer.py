@@ -27,6 +27,7 @@ from anyio.abc import ObjectReceiveStream, ObjectSendStream
 from anyio.streams.memory import MemoryObjectReceiveStream
 
 from ...errors import ConfigurationError
+from ...telemetry import startup_stage
 from ..output import (
     CHUNKS_WRITTEN_AT_ONCE,
     ArrayFileWriter,
@@ -175,9 +176,7 @@ class Committer:
             now = anyio.current_time()
             chunk = self._chunk
             drained = cut_soon and outcomes is None
-            if chunk and (
-                ended or drained or self._chunk_items >= self._chunk_size or now >= due
-            ):
+            if chunk and (ended or drained or self._chunk_items >= self._chunk_size or now >= due):
                 await chunks.send(self._cut())
             if drained:
                 self._cut_soon = False
@@ -220,6 +219,7 @@ class Committer:
                     if self._commit_failed:  # an earlier chunk's error ends the run
                         return  # this one stays unlisted
                     await anyio.to_thread.run_sync(self._store.list_chunk, written)
+                    startup_stage("first_chunk_committed", items=item_count(records))
                 except BaseException as exc:
                     self._commit_failed = True
                     if not isinstance(exc, OSError):
