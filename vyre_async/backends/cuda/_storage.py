@@ -118,9 +118,12 @@ class CudaStorage(CudaBase):
     async def _acquire_off_loop(self, acquire: Callable[[int], T], nbytes: int) -> T:
         """``acquire(nbytes)`` in a worker thread; what it returns is never lost to a
         cancellation (the caller's next checkpoint raises it, and releases the block)."""
+        acquired: list[T] = []
         with anyio.CancelScope(shield=True):
-            acquired = await anyio.to_thread.run_sync(acquire, nbytes, limiter=self._copy_limiter)
-        return acquired
+            acquired.append(
+                await anyio.to_thread.run_sync(acquire, nbytes, limiter=self._copy_limiter)
+            )
+        return acquired[0]
 
     async def _write(self, storage: DeviceAllocation, byte_offset: int, data: Any) -> None:
         if not data.nbytes:
