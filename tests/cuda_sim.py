@@ -494,7 +494,14 @@ class SimulatedDriver(types.ModuleType):
         self._count("cuStreamWaitEvent")
         return (OK,)
 
-    cuStreamDestroy = cuStreamSynchronize = _succeed  # noqa: N815
+    cuStreamSynchronize = _succeed  # noqa: N815
+
+    def cuStreamDestroy(self, stream: Any) -> tuple[Any]:  # noqa: N802
+        # A backend destroys its streams only when it closes.
+        self._meet("cuStreamDestroy", self.current_device())
+        self._count("cuStreamDestroy")
+        return (OK,)
+
     cuEventDestroy = cuModuleUnload = cuGraphExecDestroy = cuGraphDestroy = _succeed  # noqa: N815
     cuEventSynchronize = _succeed  # noqa: N815
 

@@ -77,12 +77,15 @@ class DeviceStart:
         self._kernels = tuple(kernels)
         self._ready = anyio.Event()
         self._released = anyio.Event()
+        self._ended = anyio.Event()
         self._group: DeviceGroup | None = None
         self._error: Exception | None = None
+        self._close_error: Exception | None = None
         self._taken = False
 
     async def run(self, *, task_status: TaskStatus[None] = anyio.TASK_STATUS_IGNORED) -> None:
-        """Open the devices and load the kernels, then hold them until released."""
+        """Open the devices and load the kernels, then hold them until released
+        (leaving ``open_devices`` closes every device at once)."""
         task_status.started()
         began = time.monotonic()
         try:
@@ -94,8 +97,13 @@ class DeviceStart:
                 await self._released.wait()
         except Exception as exc:  # the target that takes the devices raises it
             _log.debug("device_start_failed", error=str(exc))
-            self._error = exc
+            if self._group is None:
+                self._error = exc
+            else:
+                self._close_error = exc
             self._ready.set()
+        finally:
+            self._ended.set()
 
     async def take(self) -> DeviceGroup | None:
         """The open devices, once (waiting for them); ``None`` for every later call.
@@ -112,9 +120,15 @@ class DeviceStart:
         return self._group
 
     async def release(self) -> None:
-        """Close the devices taken (runs even when cancelled) and end :meth:`run`."""
-        try:
-            if self._group is not None:
-                await self._group.aclose()
-        finally:
-            self._released.set()
+        """End :meth:`run`, which closes the devices taken, and wait for that (also
+        when cancelled).
+
+        Raises:
+            Exception: What closing a device raised.
+        """
+        self._released.set()
+        with anyio.CancelScope(shield=True):
+            await self._ended.wait()
+        error, self._close_error = self._close_error, None
+        if error is not None:
+            raise error
