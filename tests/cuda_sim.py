@@ -102,6 +102,8 @@ class SimulatedDriver(types.ModuleType):
         #: Device -> function name -> calls made with that device's context current
         #: (``"contexts_created"``: primary contexts made, not retains of a live one).
         self.per_device: list[dict[str, int]] = [{} for _ in range(devices)]
+        #: Function name -> the threads (``threading.get_ident()``) that called it.
+        self.threads: dict[str, set[int]] = {}
         self._meetings: dict[str, threading.Barrier] = {}
         self._met: set[tuple[str, int]] = set()
         #: Functions whose first calls on each device did not all meet (see :meth:`meet`).
@@ -141,6 +143,7 @@ class SimulatedDriver(types.ModuleType):
 
     def _count(self, name: str, device: int | None = None) -> None:
         self.calls[name] = self.calls.get(name, 0) + 1
+        self.threads.setdefault(name, set()).add(threading.get_ident())
         device = self.current_device() if device is None else device
         if device is not None:
             with self._lock:
@@ -294,6 +297,7 @@ class SimulatedDriver(types.ModuleType):
         return (OK, address)
 
     def cuMemFreeHost(self, address: Any) -> tuple[Any]:  # noqa: N802
+        self._count("cuMemFreeHost")
         return self._free(address)
 
     def cuMemHostRegister(self, address: int, nbytes: int, flags: int) -> tuple[Any]:  # noqa: N802

@@ -3,9 +3,9 @@
 Uploads are staged through page-locked memory and copied in one transfer; several
 arrays uploaded together share one block (a slab), freed when its last member is.
 A slab's block (a graph's, hundreds of megabytes) and any large staging block are
-allocated and page-locked in a worker thread: on the event loop they would stall it
-for as long as the driver takes, and with several devices uploading at once, one
-device after another.
+allocated and page-locked in a worker thread, and a large staging block is given back
+(unpinned) in one too: on the event loop they would stall it for as long as the
+driver takes, and with several devices uploading at once, one device after another.
 A write from memory that is already page-locked goes straight to the device. A
 buffer exported to another library that outlives the backend keeps its block out of
 the pool, freed when the last view of it goes.
@@ -90,8 +90,9 @@ class CudaStorage(CudaBase):
         On failure or cancellation ``block`` goes back to the pool, once no copy uses it.
         """
         total = _padded(layout[-1])
+        large = total > INLINE_COPY_BYTES
         try:
-            if total > INLINE_COPY_BYTES:
+            if large:
                 pinned = await self._acquire_off_loop(self._pinned.acquire, total)
             else:
                 pinned = self._pinned.acquire(max(total, COPY_PAD))
@@ -111,9 +112,23 @@ class CudaStorage(CudaBase):
             if layout[-1]:
                 device.call(device.driver.cuMemcpyHtoDAsync, block.ptr, pinned.ptr, total, stream)
 
-        await self._stream_op(
-            enqueue, lambda: self._pinned.release(pinned), on_abandon=lambda: self._release(block)
-        )
+        if not large:
+            await self._stream_op(
+                enqueue,
+                lambda: self._pinned.release(pinned),
+                on_abandon=lambda: self._release(block),
+            )
+            return
+
+        def abandon() -> None:
+            self._pinned.release(pinned)
+            self._release(block)
+
+        # A large staging block (a graph's) is freed, not cached, and unpinning takes
+        # about as long as pinning did: in a worker thread too, once the copy ended.
+        await self._stream_op(enqueue, lambda: None, on_abandon=abandon)
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(self._pinned.release, pinned, limiter=self._copy_limiter)
 
     async def _acquire_off_loop(self, acquire: Callable[[int], T], nbytes: int) -> T:
         """``acquire(nbytes)`` in a worker thread; what it returns is never lost to a
