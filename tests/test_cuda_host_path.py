@@ -637,3 +637,17 @@ async def test_a_large_uploads_staging_block_is_unpinned_off_the_event_loop(
     assert freed_by, "the staging block was kept"
     assert threading.get_ident() not in freed_by
     np.testing.assert_array_equal(back, data)
+
+
+async def test_a_large_allocation_is_made_off_the_event_loop(
+    sim: cuda_sim.SimulatedDriver, cuda: Any
+) -> None:
+    """A 4 MiB zeroed allocation (a traversal's scratch) calls ``cuMemAlloc`` in a
+    worker thread, never on the event loop's, and reads back as zeros."""
+    sim.threads.pop("cuMemAlloc", None)  # the allocations of the backend's opening
+    buffer = await cuda.alloc(4 << 20, np.uint8)
+    allocated_by = set(sim.threads["cuMemAlloc"])
+    back = await cuda.read(buffer)
+    await cuda.free(buffer)
+    assert threading.get_ident() not in allocated_by
+    np.testing.assert_array_equal(back, np.zeros(4 << 20, np.uint8))

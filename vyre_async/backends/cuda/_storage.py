@@ -2,8 +2,9 @@
 
 Uploads are staged through page-locked memory and copied in one transfer; several
 arrays uploaded together share one block (a slab), freed when its last member is.
-A slab's block (a graph's, hundreds of megabytes) and any large staging block are
-allocated and page-locked in a worker thread, and a large staging block is given back
+A slab's block (a graph's, hundreds of megabytes), any other large block (a
+traversal's scratch) and any large staging block are allocated (and page-locked) in a
+worker thread, and a large staging block is given back
 (unpinned) in one too: on the event loop they would stall it for as long as the
 driver takes, and with several devices uploading at once, one device after another.
 A write from memory that is already page-locked goes straight to the device. A
@@ -49,7 +50,11 @@ class CudaStorage(CudaBase):
 
     async def _store(self, dtype: np.dtype[Any], count: int, data: Any) -> DeviceAllocation:
         nbytes = count * dtype.itemsize
-        block = self._memory.acquire(max(_padded(nbytes), COPY_PAD))
+        padded = max(_padded(nbytes), COPY_PAD)
+        if padded > INLINE_COPY_BYTES:  # a traversal's scratch: as a slab's block
+            block = await self._acquire_off_loop(self._memory.acquire, padded)
+        else:
+            block = self._memory.acquire(padded)
         if isinstance(data, Borrowed):
             try:
                 await self._copy_device(block.ptr, data, into_borrowed=False)
