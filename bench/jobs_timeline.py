@@ -11,13 +11,24 @@ Runs the 200,000 reach-count job of ``bench/jobs.py`` (after a warm-up run) thro
 A diagnostic, not a benchmark: it patches anyio, the selector and the session class
 for the one run it traces.
 
-Usage: ``python bench/jobs_timeline.py [--backend cuda] [--items 200000]``
+``--job FILE`` instead runs a job file as users run it (``python -m vyre_async.cli run``
+in a child process) and prints its start-up timeline from the job's log: each
+``startup`` stage (process start and imports, job checks, each device's context and
+kernel modules, graph ready, each device's graph upload, first block launched and
+done, first chunk committed) at its offset in seconds from the process's start, with
+how long it took. ``bench/scale.py`` records the same timeline for each of its runs.
+
+Usage: ``python bench/jobs_timeline.py [--backend cuda] [--items 200000]``, or
+``python bench/jobs_timeline.py --job job.toml [--out DIR]``
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import selectors
+import subprocess
 import sys
 import tempfile
 import time
@@ -34,6 +45,56 @@ import jobs as bench_jobs
 import vyre_async as va
 from vyre_async.graphs import rmat
 from vyre_async.sessions import ResidentGraphSession
+
+
+def startup_events(folder: Path) -> list[dict[str, Any]]:
+    """The ``startup`` events of a job folder's ``log.jsonl``, in the order logged
+    (none where the log is missing)."""
+    try:
+        lines = (folder / "log.jsonl").read_text().splitlines()
+    except OSError:
+        return []
+    events = []
+    for line in lines:
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if event.get("event") == "startup":
+            events.append(event)
+    return events
+
+
+def startup_summary(events: list[dict[str, Any]]) -> dict[str, dict[str, float | None]]:
+    """``{"stage" or "stage@device": {"at_s": ..., "took_s": ...}}``, by time."""
+    summary: dict[str, dict[str, float | None]] = {}
+    for event in sorted(events, key=lambda e: e["at_s"]):
+        key = event["stage"] + (f"@{event['device']}" if "device" in event else "")
+        summary[key] = {"at_s": event["at_s"], "took_s": event.get("took_s")}
+    return summary
+
+
+def format_startup(events: list[dict[str, Any]]) -> str:
+    """The timeline as lines: offset from the process's start, duration, stage, device."""
+    lines = [f"{'at_s':>8} {'took_s':>8}  stage"]
+    for event in sorted(events, key=lambda e: e["at_s"]):
+        took = event.get("took_s")
+        where = f" (device {event['device']})" if "device" in event else ""
+        skip = {"event", "stage", "at_s", "took_s", "device", "level", "timestamp", "logger"}
+        extra = {k: v for k, v in event.items() if k not in skip}
+        lines.append(
+            f"{event['at_s']:8.3f} {'' if took is None else f'{took:8.3f}':>8}  "
+            f"{event['stage']}{where}{' ' + json.dumps(extra) if extra else ''}"
+        )
+    return "\n".join(lines)
+
+
+def run_job_file(job: Path, out: Path) -> list[dict[str, Any]]:
+    """Run ``job`` with the command line in a child process; its start-up events."""
+    command = [sys.executable, "-m", "vyre_async.cli", "run", str(job), "--out", str(out)]
+    subprocess.run(command, check=True, env=dict(os.environ))
+    return startup_events(out)
+
 
 _start = [0.0]
 _threads: list[tuple[float, float, str]] = []
@@ -79,7 +140,14 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--backend", default="cuda", choices=["cpu", "cuda"])
     parser.add_argument("--items", type=int, default=200_000)
+    parser.add_argument("--job", type=Path, help="print this job file's start-up timeline")
+    parser.add_argument("--out", type=Path, help="with --job: the output folder")
     args = parser.parse_args()
+    if args.job is not None:
+        with tempfile.TemporaryDirectory() as tmp:
+            events = run_job_file(args.job, args.out or Path(tmp) / "out")
+        print(format_startup(events))
+        return
     va.configure_logging(level="warning")
     _trace()
     with tempfile.TemporaryDirectory() as tmp:

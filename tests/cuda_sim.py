@@ -11,6 +11,13 @@ polling, hand-overs, releases), not the GPU: tests that must prove device result
 live in ``tests/gpu/``. Only kernels whose every size symbol has a derived scalar
 (``n`` for ``axpy``) can be launched, since the simulator sizes arrays from the
 argument block.
+
+With ``devices=n`` it has n devices, each with its own primary context; each thread
+has a current context, as with the real driver, and what the backend does is counted
+per device (:attr:`SimulatedDriver.per_device`), so tests can count what each device's
+start-up did. :meth:`SimulatedDriver.meet` makes each device's first call of a
+function wait for the other devices' at a barrier: the calls meet only if the
+devices make them at the same time, in threads of their own.
 """
 
 from __future__ import annotations
@@ -19,6 +26,7 @@ import bisect
 import contextlib
 import ctypes
 import itertools
+import threading
 import time
 import types
 from collections.abc import Callable, Iterable, Iterator
@@ -84,8 +92,22 @@ class SimulatedDriver(types.ModuleType):
         lag: int = 0,
         latency_s: float | None = None,
         execute: bool = True,
+        devices: int = 1,
     ) -> None:
         super().__init__("simulated_driver")
+        self.devices = devices
+        self._context_refs = [0] * devices
+        self._thread = threading.local()  # .stack: this thread's contexts, current last
+        self._lock = threading.Lock()
+        #: Device -> function name -> calls made with that device's context current
+        #: (``"contexts_created"``: primary contexts made, not retains of a live one).
+        self.per_device: list[dict[str, int]] = [{} for _ in range(devices)]
+        #: Function name -> the threads (``threading.get_ident()``) that called it.
+        self.threads: dict[str, set[int]] = {}
+        self._meetings: dict[str, threading.Barrier] = {}
+        self._met: set[tuple[str, int]] = set()
+        #: Functions whose first calls on each device did not all meet (see :meth:`meet`).
+        self.apart: set[str] = set()
         self._ids = itertools.count(0x1000)
         self._kernels = {k.entry: k for k in (*builtin_kernels(), *kernels)}
         self._starts: list[int] = []
@@ -119,8 +141,39 @@ class SimulatedDriver(types.ModuleType):
     def __getattr__(self, name: str) -> Any:
         return getattr(real, name)
 
-    def _count(self, name: str) -> None:
+    def _count(self, name: str, device: int | None = None) -> None:
         self.calls[name] = self.calls.get(name, 0) + 1
+        self.threads.setdefault(name, set()).add(threading.get_ident())
+        device = self.current_device() if device is None else device
+        if device is not None:
+            with self._lock:
+                counts = self.per_device[device]
+                counts[name] = counts.get(name, 0) + 1
+
+    def current_device(self) -> int | None:
+        """The device whose context is current in the calling thread, if any."""
+        stack = getattr(self._thread, "stack", None)
+        return stack[-1] - _CONTEXT_BASE if stack else None
+
+    def meet(self, *names: str, timeout_s: float = 10.0) -> None:
+        """Make each device's first call of each of ``names`` wait (at most ``timeout_s``)
+        until every device made its first; a call that waited in vain puts the name in
+        :attr:`apart` (the devices made those calls one after another)."""
+        for name in names:
+            self._meetings[name] = threading.Barrier(self.devices, timeout=timeout_s)
+
+    def _meet(self, name: str, device: int | None) -> None:
+        barrier = self._meetings.get(name)
+        if barrier is None or device is None:
+            return
+        with self._lock:
+            if (name, device) in self._met:
+                return
+            self._met.add((name, device))
+        try:
+            barrier.wait()
+        except threading.BrokenBarrierError:
+            self.apart.add(name)
 
     # ----------------------------------------------------------------- memory
     def _alloc(self, nbytes: int) -> int:
@@ -164,10 +217,12 @@ class SimulatedDriver(types.ModuleType):
         return (OK,)
 
     def cuDeviceGetCount(self) -> tuple[Any, int]:  # noqa: N802
-        return (OK, 1)
+        return (OK, self.devices)
 
     def cuDeviceGet(self, ordinal: int) -> tuple[Any, int]:  # noqa: N802
-        return (OK, 0)
+        if not 0 <= ordinal < self.devices:
+            return (R.CUDA_ERROR_INVALID_DEVICE, 0)
+        return (OK, ordinal)
 
     def cuDeviceGetName(self, size: int, device: int) -> tuple[Any, bytes]:  # noqa: N802
         return (OK, b"simulated device\0")
@@ -183,15 +238,44 @@ class SimulatedDriver(types.ModuleType):
         return (OK, _ATTRIBUTES.get(name, 1))
 
     def cuDevicePrimaryCtxRetain(self, device: int) -> tuple[Any, int]:  # noqa: N802
-        return (OK, 1)
+        device = int(device)
+        self._meet("cuDevicePrimaryCtxRetain", device)
+        with self._lock:
+            created = self._context_refs[device] == 0
+            self._context_refs[device] += 1
+        self._count("cuDevicePrimaryCtxRetain", device)
+        if created:
+            self._count("contexts_created", device)
+        return (OK, _CONTEXT_BASE + device)
 
     def cuDevicePrimaryCtxRelease(self, device: int) -> tuple[Any]:  # noqa: N802
+        with self._lock:
+            self._context_refs[int(device)] -= 1
         return (OK,)
 
     def cuCtxSetCurrent(self, context: int) -> tuple[Any]:  # noqa: N802
+        stack = self._thread.__dict__.setdefault("stack", [])
+        if stack:
+            stack[-1] = int(context)
+        else:
+            stack.append(int(context))
         return (OK,)
 
+    def cuCtxPushCurrent(self, context: int) -> tuple[Any]:  # noqa: N802
+        self._thread.__dict__.setdefault("stack", []).append(int(context))
+        return (OK,)
+
+    def cuCtxPopCurrent(self) -> tuple[Any, int]:  # noqa: N802
+        stack = self._thread.__dict__.setdefault("stack", [])
+        return (OK, stack.pop() if stack else 0)
+
+    @property
+    def live_contexts(self) -> int:
+        """Primary contexts retained and not yet released, over every device."""
+        return sum(self._context_refs)
+
     def cuMemAlloc(self, nbytes: int) -> tuple[Any, int]:  # noqa: N802
+        self._meet("cuMemAlloc", self.current_device())
         self._count("cuMemAlloc")
         address = self._alloc(nbytes)
         self._device_blocks.add(address)
@@ -207,11 +291,13 @@ class SimulatedDriver(types.ModuleType):
         return self._free(address)
 
     def cuMemHostAlloc(self, nbytes: int, flags: int) -> tuple[Any, int]:  # noqa: N802
+        self._count("cuMemHostAlloc")
         address = self._alloc(nbytes)
         self._pinned.add(address)
         return (OK, address)
 
     def cuMemFreeHost(self, address: Any) -> tuple[Any]:  # noqa: N802
+        self._count("cuMemFreeHost")
         return self._free(address)
 
     def cuMemHostRegister(self, address: int, nbytes: int, flags: int) -> tuple[Any]:  # noqa: N802
@@ -256,6 +342,7 @@ class SimulatedDriver(types.ModuleType):
 
     def cuMemcpyHtoDAsync(self, dst: Any, src: Any, nbytes: int, stream: Any) -> tuple[Any]:  # noqa: N802
         self._count("cuMemcpyHtoDAsync")
+        self._count_bytes("bytes_to_device", nbytes)
         return self._copy(dst, src, nbytes, stream)
 
     def cuMemcpyDtoHAsync(self, dst: Any, src: Any, nbytes: int, stream: Any) -> tuple[Any]:  # noqa: N802
@@ -332,6 +419,8 @@ class SimulatedDriver(types.ModuleType):
         return _fake_compile(kernel, arch)
 
     def cuModuleLoadData(self, image: bytes) -> tuple[Any, int]:  # noqa: N802
+        self._meet("cuModuleLoadData", self.current_device())
+        self._count("cuModuleLoadData")
         module = next(self._ids)
         self._modules[module] = bytes(image).decode()
         return (OK, module)
@@ -409,9 +498,27 @@ class SimulatedDriver(types.ModuleType):
         self._count("cuStreamWaitEvent")
         return (OK,)
 
-    cuStreamDestroy = cuStreamSynchronize = _succeed  # noqa: N815
+    cuStreamSynchronize = _succeed  # noqa: N815
+
+    def cuStreamDestroy(self, stream: Any) -> tuple[Any]:  # noqa: N802
+        # A backend destroys its streams only when it closes.
+        self._meet("cuStreamDestroy", self.current_device())
+        self._count("cuStreamDestroy")
+        return (OK,)
+
     cuEventDestroy = cuModuleUnload = cuGraphExecDestroy = cuGraphDestroy = _succeed  # noqa: N815
-    cuEventSynchronize = cuCtxPushCurrent = cuCtxPopCurrent = _succeed  # noqa: N815
+    cuEventSynchronize = _succeed  # noqa: N815
+
+    def _count_bytes(self, name: str, nbytes: int) -> None:
+        device = self.current_device()
+        if device is not None:
+            with self._lock:
+                counts = self.per_device[device]
+                counts[name] = counts.get(name, 0) + int(nbytes)
+
+
+#: Context handles: this plus the device's ordinal.
+_CONTEXT_BASE = 0xC0000
 
 
 def _typed(raw: np.ndarray, p: BufferParam) -> np.ndarray:

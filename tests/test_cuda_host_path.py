@@ -9,6 +9,7 @@ references; what the GPU computes is checked in ``tests/gpu/``.
 from __future__ import annotations
 
 import sys
+import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -204,6 +205,9 @@ async def test_concurrent_awaits_cancelled_while_parked_still_run_every_dispatch
     the waiter, so every dispatch still runs once, in order on its buffer, and all
     memory comes back."""
     tasks, rounds = 8, 6
+    # Loaded ahead, so each dispatch is enqueued before its await first yields (an
+    # unloaded kernel loads first, and a cancel landing then stops the dispatch too).
+    await cuda.load_kernels(axpy)
     x = rng.standard_normal(256).astype(np.float32)
     ys = [rng.standard_normal(256).astype(np.float32) for _ in range(tasks)]
     xb = await cuda.upload(x)
@@ -615,3 +619,35 @@ async def test_an_empty_dispatch_returns_empty_outputs_without_a_launch(
     out = await cuda.dispatch(axpy, {"x": empty, "y": empty}, a=1.0)
     assert out["y"].shape == (0,)
     assert len(sim.launches) == launched
+
+
+async def test_a_large_uploads_staging_block_is_unpinned_off_the_event_loop(
+    sim: cuda_sim.SimulatedDriver, rng: np.random.Generator
+) -> None:
+    """A staging block too large to keep is freed (``cuMemFreeHost``) in a worker
+    thread, never on the event loop's, and the upload reads back equal."""
+    from vyre_async.backends.cuda import CudaBackend
+
+    data = rng.standard_normal(1 << 19).astype(np.float32)  # 2 MiB: a large copy
+    async with CudaBackend(max_cached_pinned_bytes=0) as backend:
+        buffer = await backend.upload(data)
+        freed_by = set(sim.threads.get("cuMemFreeHost", ()))
+        back = await backend.read(buffer)
+        await backend.free(buffer)
+    assert freed_by, "the staging block was kept"
+    assert threading.get_ident() not in freed_by
+    np.testing.assert_array_equal(back, data)
+
+
+async def test_a_large_allocation_is_made_off_the_event_loop(
+    sim: cuda_sim.SimulatedDriver, cuda: Any
+) -> None:
+    """A 4 MiB zeroed allocation (a traversal's scratch) calls ``cuMemAlloc`` in a
+    worker thread, never on the event loop's, and reads back as zeros."""
+    sim.threads.pop("cuMemAlloc", None)  # the allocations of the backend's opening
+    buffer = await cuda.alloc(4 << 20, np.uint8)
+    allocated_by = set(sim.threads["cuMemAlloc"])
+    back = await cuda.read(buffer)
+    await cuda.free(buffer)
+    assert threading.get_ident() not in allocated_by
+    np.testing.assert_array_equal(back, np.zeros(4 << 20, np.uint8))

@@ -247,6 +247,7 @@ async def test_a_resident_buffer_exports_its_memory_ordered_after_its_work(
         None,
     )
     other = await cuda.upload(np.ones(16, np.float32))
+    await cuda.load_kernels(axpy)  # so submit enqueues at once (else once axpy loaded)
     with sim.holding():
         pending = cuda.submit(axpy, {"x": other, "y": buf}, a=1.0)
         waits = sim.calls.get("cuStreamWaitEvent", 0)

@@ -268,3 +268,67 @@ async def test_the_last_chunk_is_written_before_the_devices_close(
     assert seen_at_close == [True]
     records = sorted(await committed(tmp_path / "out"), key=lambda r: r.id)
     assert [r.reached for r in records] == [expected_reach(graph, s) for s in sources]
+
+
+#: Chunks of a run over blocks of 4 records: 4 first, then doubling up to 40.
+GROWING = {"first_commit_items": 4, "commit_items": 40, "commit_interval_s": 3600.0}
+
+
+async def _chunk_sizes(out: Path) -> list[int]:
+    manifest = json.loads(await anyio.Path(out / "manifest.json").read_text())
+    return [chunk["records"] for chunk in manifest["chunks"]]
+
+
+async def test_chunks_start_at_first_commit_items_and_double_up_to_commit_items(
+    tmp_path: Path,
+) -> None:
+    """A run's first chunk holds ``first_commit_items`` records, each next one twice the
+    one before, then ``commit_items``; every record equals SciPy's."""
+    graph = rmat_graph()
+    sources = random_sources(300, 6, graph.num_vertices)
+    path = await job_file(
+        tmp_path,
+        [{"kind": "reach", "sources": sources}],
+        output=GROWING,
+        batching={"max_batch": 4},
+    )
+    spec = await anyio.to_thread.run_sync(load_job, path)
+    summary = await JobRunner(spec, job_file=path).run()
+    assert summary.status == "complete"
+    assert await _chunk_sizes(tmp_path / "out") == [4, 8, 16, 32] + [40] * 6
+    records = sorted(await committed(tmp_path / "out"), key=lambda r: r.id)
+    assert [r.reached for r in records] == [expected_reach(graph, s) for s in sources]
+
+
+async def test_a_resumed_run_starts_again_from_a_small_chunk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run stopped after its first two chunks (a full disk) resumes with chunks that
+    grow again from ``first_commit_items``; every item is committed once."""
+    write = ResultStore.write_chunk
+
+    def failing(self: ResultStore, seq: int, *args: object) -> object:
+        if seq == 2:
+            raise OSError(28, "No space left on device")
+        return write(self, seq, *args)  # type: ignore[arg-type]
+
+    graph = rmat_graph()
+    sources = random_sources(100, 8, graph.num_vertices)
+    path = await job_file(
+        tmp_path,
+        [{"kind": "reach", "sources": sources}],
+        output=GROWING,
+        batching={"max_batch": 4},
+    )
+    spec = await anyio.to_thread.run_sync(load_job, path)
+    monkeypatch.setattr(ResultStore, "write_chunk", failing)
+    with pytest.raises(ConfigurationError, match="No space left"):
+        await JobRunner(spec, job_file=path).run()
+    assert await _chunk_sizes(tmp_path / "out") == [4, 8]
+    monkeypatch.setattr(ResultStore, "write_chunk", write)
+    summary = await JobRunner(spec, job_file=path, resume=True).run()
+    assert summary.status == "complete"
+    assert await _chunk_sizes(tmp_path / "out") == [4, 8, 4, 8, 16, 32, 28]
+    records = sorted(await committed(tmp_path / "out"), key=lambda r: r.id)
+    assert [r.id for r in records] == list(range(100))
+    assert [r.reached for r in records] == [expected_reach(graph, s) for s in sources]

@@ -46,7 +46,8 @@ def _job(folder: Path, variant: str = "jsonl-counts", **limits: float) -> Path:
         [{**workload, "sources": {"random": ITEMS, "seed": 2}}],
         graph={"weights": "uniform"} if workload["kind"] == "sssp" else {},
         batching={"max_batch": 8},
-        output={"commit_items": 24, "commit_interval_s": 0.02}
+        # Chunks of 8, 16, then 24 records: kills land in growing chunks too.
+        output={"commit_items": 24, "first_commit_items": 8, "commit_interval_s": 0.02}
         | ({"format": chunk_format} if chunk_format != "jsonl" else {}),
         limits=limits,
     )

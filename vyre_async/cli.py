@@ -53,6 +53,7 @@ from .jobs import (
     verify_output,
 )
 from .logging import configure_logging
+from .telemetry import StartupTimeline
 
 
 def _devices(text: str) -> DeviceSelector:
@@ -78,12 +79,17 @@ def _port(text: str) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    # The start-up timeline counts from the process's start: the interpreter and the
+    # imports are its first stage.
+    startup = StartupTimeline()
+    startup.mark("imported")
     try:
         spec = load_job(args.file)
         manifest_key = load_manifest_key(args.manifest_key_file)
     except VyreError as exc:
         print(f"vyre-async: {exc}", file=sys.stderr)
         return 2
+    startup.mark("job_loaded")
     log_format = args.log_format or spec.logging.format
     configure_logging(log_format, level=args.log_level or spec.logging.level)
     bar = sys.stderr if log_format == "console" and sys.stderr.isatty() else None
@@ -115,6 +121,7 @@ def _run(args: argparse.Namespace) -> int:
             report=lambda summary: _print_summary(summary, args),
             on_exit_at_once=lambda summary: _print_exit_at_once(summary, args),
             manifest_key=manifest_key,
+            startup=startup,
         )
         with (
             serve_metrics(metrics, args.metrics_port, args.metrics_host)

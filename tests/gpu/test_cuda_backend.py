@@ -188,7 +188,8 @@ async def test_repeated_sequence_matches_cpu(cuda: va.Backend, rng: np.random.Ge
 async def test_cancelled_await_keeps_memory_until_kernel_ends(cuda: va.Backend) -> None:
     """Cancelling an await mid-kernel frees the waiter; the block is reused only after the event."""
     backend = cuda
-    await backend.load_kernels(spin_kernel)  # type: ignore[attr-defined]  # mid-kernel, not mid-compile
+    # Mid-kernel, not mid-compile; axpy's submit below then binds (and allocates) at once.
+    await backend.load_kernels(spin_kernel, axpy)  # type: ignore[attr-defined]
     x = np.arange(1 << 16, dtype=np.float32)
     live = backend.live_allocations()["device"]  # type: ignore[attr-defined]
     pending = backend.submit(spin_kernel, {"x": x}, cycles=400_000_000)  # ~0.2 s

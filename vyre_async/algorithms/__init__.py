@@ -19,8 +19,9 @@
 Each package keeps its CUDA C in ``.cu`` files shipped as package data and runs its
 kernels as resident repeated sequences on the :class:`~vyre_async.backends.Backend`
 protocol, so the same code runs on the CPU and the CUDA backend. Importing this
-package registers the kernels a CUDA backend loads when it opens, and the query
-kinds (:class:`QueryKind`): sessions, jobs and the Ray executor find a kind with
+package registers every kernel it ships (``vyre_async.kernels.builtin_kernels``), and
+the query kinds (:class:`QueryKind`), each naming the kernels its runs launch:
+sessions, jobs and the Ray executor find a kind with
 :func:`lookup` and never name one. A new kind is a folder here and its import below.
 """
 

@@ -11,6 +11,8 @@ specific to one kind of question over a resident graph:
 - whether concurrent single queries coalesce into one run of many
   (:attr:`QueryKind.lanes`), and how a lone caller's answer is cut from a batch's
   rows (:meth:`QueryKind.unpack`);
+- the kernels a run may launch (:meth:`QueryKind.kernels`), which a job loads on each
+  device before its first block;
 - its job workload: the fields a ``[[workload]]`` of this kind adds
   (:attr:`QueryKind.fields`), how one block's results become record columns and
   full-result arrays (:meth:`QueryKind.summarize`), and what it asks of the graph
@@ -34,6 +36,7 @@ import numpy as np
 
 from ..backends import Backend, ResidentBuffer
 from ..graphs import CsrGraph
+from ..kernels import Kernel
 
 __all__ = [
     "DEFAULT_QUERY_BUDGET",
@@ -247,6 +250,15 @@ class QueryKind(ABC, Generic[P]):
     def no_rows(self, params: P, num_vertices: int) -> np.ndarray:
         """What :meth:`run_many` returns for no sources (the shape of its rows)."""
         return np.zeros((0, num_vertices), np.int32)
+
+    def kernels(self, params: P) -> tuple[Kernel, ...]:
+        """The kernels a run of ``params`` may launch, single queries and many at once.
+
+        A job loads these on each of its devices while its graph is prepared (a
+        kernel it did not name still loads at its first launch, a moment later).
+        Default: none.
+        """
+        return ()
 
     def check_params(self, params: P, num_vertices: int) -> None:
         """Refuse parameters that cannot run on a graph of ``num_vertices`` vertices

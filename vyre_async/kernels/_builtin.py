@@ -1,9 +1,10 @@
-"""The built-in kernels: those a CUDA backend loads when it opens.
+"""The built-in kernels: every kernel the package ships, by name.
 
 The kernel framework cannot know the algorithms built on it (they sit layers
 above), so each algorithm package registers its kernels here when it is imported;
-importing :mod:`vyre_async` imports them all. A CUDA backend loads every kernel
-registered by the time it opens, so a first traversal does not wait for a compile.
+importing :mod:`vyre_async` imports them all. A CUDA backend loads none of them when
+it opens: each loads at its first launch, or ahead of it (a job loads the kernels its
+workloads' kinds name), so a device pays only for the kernels its work uses.
 """
 
 from __future__ import annotations

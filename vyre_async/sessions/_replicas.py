@@ -9,6 +9,7 @@ says so.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from typing import TypeVar
 
@@ -20,6 +21,7 @@ from ..backends import Backend
 from ..errors import DeviceLostError
 from ..graphs import CsrGraph
 from ..logging import get_logger
+from ..telemetry import startup_stage
 from ._replica import GraphReplica, SessionHooks
 
 _log = get_logger("vyre_async.sessions")
@@ -41,6 +43,16 @@ def device_arrays(graph: CsrGraph) -> dict[str, np.ndarray]:
         arrays["in_offsets"] = transpose.offsets.astype(np.int64, copy=False)
         arrays["in_indices"] = transpose.indices
     return arrays
+
+
+async def _upload(replica: GraphReplica, arrays: dict[str, np.ndarray]) -> None:
+    """One replica's upload, marked on the start-up timeline (the device by its place
+    in the session)."""
+    began = time.monotonic()
+    await replica.upload(arrays)
+    startup_stage(
+        "graph_uploaded", began=began, device=str(replica.index), bytes=replica.graph_bytes
+    )
 
 
 class ReplicaSet:
@@ -78,14 +90,16 @@ class ReplicaSet:
         Raises:
             OutOfMemoryError: A device had no room (that error, not a group of them).
         """
+        began = time.monotonic()
         arrays = await anyio.to_thread.run_sync(device_arrays, self._graph)
+        startup_stage("device_arrays", began=began)
         if len(self._replicas) == 1:
-            await self._replicas[0].upload(arrays)
+            await _upload(self._replicas[0], arrays)
             return
         try:
             async with anyio.create_task_group() as tg:  # every device's copy at once
                 for replica in self._replicas:
-                    tg.start_soon(replica.upload, arrays)
+                    tg.start_soon(_upload, replica, arrays)
         except BaseExceptionGroup as group:
             error = sole_vyre_error(group)
             if error is None:

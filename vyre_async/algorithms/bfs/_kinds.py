@@ -22,8 +22,10 @@ import numpy as np
 
 from ...backends import ResidentBuffer
 from ...errors import ValidationError
+from ...kernels import Kernel
 from .._kind import DEFAULT_QUERY_BUDGET, Params, QueryKind, RecordField, Replica, Summary
 from ..msbfs import (
+    MSBFS_KERNELS,
     MSBFS_LANES_PER_WORD,
     MSBFS_MAX_WORDS,
     MsbfsScratch,
@@ -33,6 +35,8 @@ from ..msbfs import (
     lane_chunks,
 )
 from ._compact import CompactScratch, check_vertex_out, compact_buffer_sizes, deliver_reached
+from ._compact_kernels import KHOP_KERNELS
+from ._kernels import BFS_KERNELS
 from ._parents import ParentsScratch, traverse_with_parents
 from ._run import BfsScratch, traverse
 from ._state import BFS_STATE_WORDS, BFS_UNLIMITED, STATE_LEVELS_RUN, STATE_REACHED
@@ -108,6 +112,10 @@ class _Traversal(QueryKind[Any]):
         return targets
 
     # ------------------------------------------------------------------ sessions
+    def kernels(self, params: Any) -> tuple[Kernel, ...]:
+        """The single-source traversal's and the multi-source traversal's."""
+        return (*BFS_KERNELS, *MSBFS_KERNELS)
+
     def check_params(self, params: Any, num_vertices: int) -> None:
         """Refuse a ``"targets"`` readback without targets, or with one out of range."""
         targets = self.targets(params)
@@ -254,6 +262,11 @@ class KhopKind(_Traversal):
         """``k``."""
         k: int = params.k
         return k
+
+    def kernels(self, params: Any) -> tuple[Kernel, ...]:
+        """The traversals', and with a ``"levels"`` readback the compaction's."""
+        compaction = KHOP_KERNELS if self.readback(params) == "levels" else ()
+        return (*super().kernels(params), *compaction)
 
     async def run_one(
         self, replica: Replica, params: Any, source: int | None, out: Any = None

@@ -17,8 +17,10 @@ import numpy as np
 
 from ...backends import ResidentBuffer
 from ...errors import ValidationError
+from ...kernels import Kernel
 from .._kind import Params, QueryKind, RecordField, Replica, Summary
-from ..bfs import BFS_STATE_WORDS, STATE_LEVELS_RUN
+from ..bfs import BFS_KERNELS, BFS_STATE_WORDS, STATE_LEVELS_RUN
+from ._kernels import BFS_PATH_KERNELS
 from ._run import PathScratch, find_path
 
 __all__ = ["BFS_PATH", "BfsPathParams"]
@@ -45,6 +47,10 @@ class BfsPathKind(QueryKind[BfsPathParams]):
     name = "bfs_path"
     params = BfsPathParams
     record_fields: ClassVar[tuple[RecordField, ...]] = (("hops", "int"),)
+
+    def kernels(self, params: BfsPathParams) -> tuple[Kernel, ...]:
+        """The BFS levels' kernels and the path's."""
+        return (*BFS_KERNELS, *BFS_PATH_KERNELS)
 
     def check_params(self, params: BfsPathParams, num_vertices: int) -> None:
         """A target that is a vertex of the graph."""

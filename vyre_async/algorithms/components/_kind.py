@@ -13,7 +13,9 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from ...kernels import Kernel
 from .._kind import Params, QueryKind, RecordField, Replica, Summary
+from ._kernels import COMPONENTS_KERNELS
 from ._layout import STATE_ROUNDS
 from ._run import ComponentsScratch, allocate_scratch, label_components
 from ._sizes import component_sizes
@@ -35,6 +37,10 @@ class ComponentsKind(QueryKind[ComponentsParams]):
         ("components", "int"),
         ("largest_component", "int"),
     )
+
+    def kernels(self, params: ComponentsParams) -> tuple[Kernel, ...]:
+        """Hooking, pointer jumping and the check."""
+        return COMPONENTS_KERNELS
 
     async def run_one(
         self, replica: Replica, params: ComponentsParams, source: int | None, out: Any = None

@@ -16,9 +16,10 @@ import numpy as np
 
 from ...backends import SequenceStep
 from ...errors import OutOfMemoryError, ValidationError
+from ...kernels import Kernel
 from ...logging import get_logger
 from .._kind import Params, QueryKind, RecordField, Replica, Summary
-from ._kernels import pr_renumber
+from ._kernels import PAGERANK_KERNELS, pr_renumber
 from ._run import PagerankInputs, PagerankScratch, run_pagerank, shares_order
 from ._state import PR_STATE_WORDS
 
@@ -54,6 +55,10 @@ class PagerankKind(QueryKind[PagerankParams]):
         ("top_vertex", "int"),
         ("top_rank", "float"),
     )
+
+    def kernels(self, params: PagerankParams) -> tuple[Kernel, ...]:
+        """The power iteration's, and the renumbering of the in-lists."""
+        return PAGERANK_KERNELS
 
     def check_params(self, params: PagerankParams, num_vertices: int) -> None:
         """Damping in (0, 1), a positive tolerance, at least one iteration."""

@@ -18,8 +18,9 @@ import numpy as np
 
 from ...backends import SequenceStep
 from ...errors import ValidationError
+from ...kernels import Kernel
 from .._kind import DEFAULT_QUERY_BUDGET, Params, QueryKind, RecordField, Replica, Summary
-from ._kernels import ppr_shares
+from ._kernels import PPR_KERNELS, ppr_shares
 from ._layout import MAX_COLUMNS, PPR_MAX_ITER_LIMIT
 from ._results import TopRanks, top_pairs, top_ranks
 from ._run import (
@@ -32,6 +33,7 @@ from ._run import (
     personalized_ranks,
     plan_columns,
 )
+from ._top_kernels import PPR_TOP_KERNELS
 
 __all__ = ["PPR", "PersonalizedParams", "PprParams"]
 
@@ -91,6 +93,11 @@ class PprKind(QueryKind[PprParams]):
     )
 
     # ------------------------------------------------------------------ sessions
+    def kernels(self, params: PprParams) -> tuple[Kernel, ...]:
+        """The power iteration's, and with ``top_k`` the selection's."""
+        top = PPR_TOP_KERNELS if params.top_k is not None else ()
+        return (*PPR_KERNELS, *top)
+
     def check_params(self, params: PprParams, num_vertices: int) -> None:
         """Damping in (0, 1), a positive tolerance, at least one iteration, a positive
         ``top_k``, and a personalization of one value per vertex."""

@@ -19,11 +19,14 @@ import numpy as np
 
 from ...errors import ValidationError
 from ...graphs import CsrGraph
+from ...kernels import Kernel
 from .._kind import DEFAULT_QUERY_BUDGET, Params, QueryKind, RecordField, Replica, Summary
 from ._delta import choose_delta
 from ._graph import GraphStats, build_light_graph, measure_graph
+from ._kernels import SSSP_KERNELS
 from ._layout import STATE_REACHED, STATE_ROUND
 from ._many import ManyRun, shortest_paths_many
+from ._many_kernels import SSSP_MANY_KERNELS
 from ._plan import allocate_shape, plan_many
 from ._run import ScratchShape, SsspScratch, allocate_scratch, shortest_paths
 
@@ -71,6 +74,10 @@ class SsspKind(QueryKind[SsspParams]):
         'graphs.rmat(..., weights="uniform")), or in a job [graph] weights = "uniform" for '
         "R-MAT, a weight_column, or a file with weights."
     )
+
+    def kernels(self, params: SsspParams) -> tuple[Kernel, ...]:
+        """One source's engine and many sources' engine (with the light graph's build)."""
+        return (*SSSP_KERNELS, *SSSP_MANY_KERNELS)
 
     def check_params(self, params: SsspParams, num_vertices: int) -> None:
         """A bound that is a number >= 0."""

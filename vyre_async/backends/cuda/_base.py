@@ -162,13 +162,18 @@ class CudaBase(BackendCore[DeviceAllocation], CudaParts):
         """Compile (through the caches) and load kernels now, off the event loop.
 
         Dispatching a kernel loads it anyway; loading ahead keeps the compile out of
-        the first dispatch's latency.
+        the first dispatch's latency. The kernels not loaded yet load in one worker
+        thread call, one after another.
         """
         for kernel in kernels:
             if not isinstance(kernel, Kernel):
                 raise TypeError(f"expected a vyre_async Kernel, got {type(kernel).__name__}")
-            if self._kernels.get(kernel) is None:
-                await anyio.to_thread.run_sync(self._kernels.load, kernel, limiter=self._limiter)
+        missing = [k for k in dict.fromkeys(kernels) if self._kernels.get(k) is None]
+        if missing:
+            load = self._kernels.load
+            await anyio.to_thread.run_sync(
+                lambda: [load(kernel) for kernel in missing], limiter=self._limiter
+            )
 
     def live_allocations(self) -> dict[str, int]:
         """Device blocks, pinned blocks and events handed out right now (leak checks).

@@ -1,8 +1,10 @@
 """Opening and closing a CUDA backend: the device, its pools, streams and watcher.
 
 Opening retains the device's primary context and makes the pools, the streams (one
-lane each in the completion watcher) and the kernel and graph caches; the built-in
-kernels are loaded before the backend is handed out. Closing waits for the watcher,
+lane each in the completion watcher) and the kernel and graph caches. No kernel is
+loaded then: each loads at its first launch, or ahead of it with ``load_kernels``
+(a job loads the kernels its workloads name, on every device at once, while its graph
+is prepared), so a device pays only for the kernels its work uses. Closing waits for the watcher,
 copies out results nobody collected yet, and frees every handle in a worker thread
 (not at all on a lost device, whose context only raises).
 """
@@ -25,7 +27,6 @@ from ...cuda import (
     kernel_launcher,
 )
 from ...errors import DeviceLostError, VyreError
-from ...kernels import builtin_kernels
 from ...streams import FOLLOW_SPIN_S, CompletionWatcher
 from ._base import STREAMS, CudaBase
 from ._export import CudaExporter
@@ -115,7 +116,6 @@ class CudaLifecycle(CudaBase):
 
     async def _start_background(self, task_group: anyio.abc.TaskGroup) -> None:
         await task_group.start(self._watcher.run)
-        await self.load_kernels(*builtin_kernels())
 
     async def _drain(self) -> None:
         if self._device is not None:

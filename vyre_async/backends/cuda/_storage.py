@@ -2,6 +2,11 @@
 
 Uploads are staged through page-locked memory and copied in one transfer; several
 arrays uploaded together share one block (a slab), freed when its last member is.
+A slab's block (a graph's, hundreds of megabytes), any other large block (a
+traversal's scratch) and any large staging block are allocated (and page-locked) in a
+worker thread, and a large staging block is given back
+(unpinned) in one too: on the event loop they would stall it for as long as the
+driver takes, and with several devices uploading at once, one device after another.
 A write from memory that is already page-locked goes straight to the device. A
 buffer exported to another library that outlives the backend keeps its block out of
 the pool, freed when the last view of it goes.
@@ -10,8 +15,10 @@ the pool, freed when the last view of it goes.
 from __future__ import annotations
 
 import functools
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
+import anyio
 import numpy as np
 
 from ...cuda import DeviceAllocation, PinnedBuffer, call
@@ -21,6 +28,8 @@ from .._resident import ResidentBuffer, slab_layout
 from ._base import INLINE_COPY_BYTES, CudaBase, Slab
 from ._staging import COPY_PAD
 from ._work import keep_alive
+
+T = TypeVar("T")
 
 
 def _padded(nbytes: int) -> int:
@@ -41,7 +50,11 @@ class CudaStorage(CudaBase):
 
     async def _store(self, dtype: np.dtype[Any], count: int, data: Any) -> DeviceAllocation:
         nbytes = count * dtype.itemsize
-        block = self._memory.acquire(max(_padded(nbytes), COPY_PAD))
+        padded = max(_padded(nbytes), COPY_PAD)
+        if padded > INLINE_COPY_BYTES:  # a traversal's scratch: as a slab's block
+            block = await self._acquire_off_loop(self._memory.acquire, padded)
+        else:
+            block = self._memory.acquire(padded)
         if isinstance(data, Borrowed):
             try:
                 await self._copy_device(block.ptr, data, into_borrowed=False)
@@ -63,7 +76,7 @@ class CudaStorage(CudaBase):
 
     async def _store_group(self, datas: list[np.ndarray]) -> list[DeviceAllocation]:
         layout = slab_layout([d.nbytes for d in datas])
-        block = self._memory.acquire(layout[-1])
+        block = await self._acquire_off_loop(self._memory.acquire, layout[-1])
         await self._fill(block, datas, layout)
         views = [
             DeviceAllocation(ptr=block.ptr + start, nbytes=d.nbytes, capacity=d.nbytes)
@@ -82,8 +95,12 @@ class CudaStorage(CudaBase):
         On failure or cancellation ``block`` goes back to the pool, once no copy uses it.
         """
         total = _padded(layout[-1])
+        large = total > INLINE_COPY_BYTES
         try:
-            pinned = self._pinned.acquire(max(total, COPY_PAD))
+            if large:
+                pinned = await self._acquire_off_loop(self._pinned.acquire, total)
+            else:
+                pinned = self._pinned.acquire(max(total, COPY_PAD))
         except BaseException:
             self._release(block)
             raise
@@ -100,9 +117,33 @@ class CudaStorage(CudaBase):
             if layout[-1]:
                 device.call(device.driver.cuMemcpyHtoDAsync, block.ptr, pinned.ptr, total, stream)
 
-        await self._stream_op(
-            enqueue, lambda: self._pinned.release(pinned), on_abandon=lambda: self._release(block)
-        )
+        if not large:
+            await self._stream_op(
+                enqueue,
+                lambda: self._pinned.release(pinned),
+                on_abandon=lambda: self._release(block),
+            )
+            return
+
+        def abandon() -> None:
+            self._pinned.release(pinned)
+            self._release(block)
+
+        # A large staging block (a graph's) is freed, not cached, and unpinning takes
+        # about as long as pinning did: in a worker thread too, once the copy ended.
+        await self._stream_op(enqueue, lambda: None, on_abandon=abandon)
+        with anyio.CancelScope(shield=True):
+            await anyio.to_thread.run_sync(self._pinned.release, pinned, limiter=self._copy_limiter)
+
+    async def _acquire_off_loop(self, acquire: Callable[[int], T], nbytes: int) -> T:
+        """``acquire(nbytes)`` in a worker thread; what it returns is never lost to a
+        cancellation (the caller's next checkpoint raises it, and releases the block)."""
+        acquired: list[T] = []
+        with anyio.CancelScope(shield=True):
+            acquired.append(
+                await anyio.to_thread.run_sync(acquire, nbytes, limiter=self._copy_limiter)
+            )
+        return acquired[0]
 
     async def _write(self, storage: DeviceAllocation, byte_offset: int, data: Any) -> None:
         if not data.nbytes:

@@ -23,6 +23,7 @@ from ...backends import BackendKind, DeviceSelector, open_backend
 from ...errors import VyreError
 from ...graphs import CsrGraph, RmatParams, rmat, rmat_params, with_uniform_weights
 from ...logging import get_logger
+from ...telemetry import startup_stage
 from ..spec import JobSpec
 from ._graph_cache import load_cached_rmat, save_cached_rmat
 from ._graph_source import load_job_graph
@@ -58,6 +59,7 @@ async def prepare_job_graph(
         ValidationError: The graph file or the R-MAT parameters are invalid.
     """
     started = time.perf_counter()
+    began = time.monotonic()  # the start-up timeline's clock
     origin: GraphOrigin = "file"
     section = spec.graph
     if section.kind != "rmat" or section.scale is None:
@@ -82,6 +84,7 @@ async def prepare_job_graph(
         vertices=graph.num_vertices,
         edges=graph.num_edges,
     )
+    startup_stage("graph_ready", began=began, origin=origin)
     return graph
 
 

@@ -12,7 +12,6 @@ file or overwrites one by accident.
 from __future__ import annotations
 
 import contextlib
-import csv
 import errno
 import os
 import secrets
@@ -216,6 +215,8 @@ def _sync_folder(folder: Path) -> None:
 
 
 def _write_csv(run: Path, temp: Path, layout: RecordLayout) -> int:
+    import csv  # only an export to CSV needs it
+
     count = 0
     with temp.open("w", newline="", encoding="utf-8") as file:
         writer = csv.writer(file)

@@ -1,7 +1,10 @@
 """Gathering records into chunks and committing them, one chunk at a time.
 
 The committer takes the workers' records from a bounded stream and cuts them into
-chunks of ``commit_items`` records, or whatever arrived within ``commit_interval_s``.
+chunks, or whatever arrived within ``commit_interval_s``. A run's first chunk is cut
+at ``first_commit_items`` records, so its first results (and something a resume keeps)
+come within a block or two of the start; each next chunk may hold twice as many as
+the one before, up to ``commit_items``, the size that keeps commits cheap.
 A writer task hands each chunk to a worker thread that encodes and writes it
 (:meth:`ResultStore.write_chunk`), up to :data:`CHUNKS_WRITTEN_AT_ONCE` at once, and
 lists the written chunks in the manifest strictly in order
@@ -24,6 +27,7 @@ from anyio.abc import ObjectReceiveStream, ObjectSendStream
 from anyio.streams.memory import MemoryObjectReceiveStream
 
 from ...errors import ConfigurationError
+from ...telemetry import startup_stage
 from ..output import (
     CHUNKS_WRITTEN_AT_ONCE,
     ArrayFileWriter,
@@ -67,6 +71,8 @@ class Committer:
         self._chunk: list[RecordPart] = []
         self._chunk_items = 0
         self._chunk_failed = 0
+        #: Records that cut the chunk being gathered: doubles from the first chunk's.
+        self._chunk_size = min(output.first_commit_items, output.commit_items)
         self._flushing = False
         self._cut_soon = False
         self._receiving: anyio.CancelScope | None = None
@@ -133,6 +139,7 @@ class Committer:
         """The chunk gathered so far, with its array file; the next one starts empty."""
         chunk = (self._chunk, self._chunk_failed, self._store.cut())
         self._chunk, self._chunk_items, self._chunk_failed = [], 0, 0
+        self._chunk_size = min(2 * self._chunk_size, self._output.commit_items)
         return chunk
 
     async def _gather(
@@ -169,9 +176,7 @@ class Committer:
             now = anyio.current_time()
             chunk = self._chunk
             drained = cut_soon and outcomes is None
-            if chunk and (
-                ended or drained or self._chunk_items >= self._output.commit_items or now >= due
-            ):
+            if chunk and (ended or drained or self._chunk_items >= self._chunk_size or now >= due):
                 await chunks.send(self._cut())
             if drained:
                 self._cut_soon = False
@@ -214,6 +219,7 @@ class Committer:
                     if self._commit_failed:  # an earlier chunk's error ends the run
                         return  # this one stays unlisted
                     await anyio.to_thread.run_sync(self._store.list_chunk, written)
+                    startup_stage("first_chunk_committed", items=item_count(records))
                 except BaseException as exc:
                     self._commit_failed = True
                     if not isinstance(exc, OSError):

@@ -14,10 +14,13 @@ from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, Protocol
 
+import anyio
+
 from ...backends import BackendKind, DeviceSelector
 from ...errors import ConfigurationError
 from ...graphs import CsrGraph
 from ..spec import JobSpec
+from ._device_start import DeviceStart, job_kernels
 from ._execute import BlockExecutor, reads_counts
 from ._targets import BlockTarget, local_target
 
@@ -31,7 +34,9 @@ class Executor(Protocol):
     def connect(self, spec: JobSpec) -> AbstractAsyncContextManager[Any]:
         """What lasts the whole run (a cluster connection; nothing for local work).
 
-        Entered before the job's graph is prepared, so a slow connection overlaps it.
+        Entered before the job's graph is prepared, so a slow connection (or the
+        local devices' opening) overlaps it. ``spec``'s ``[job]`` names the backend and
+        devices the run uses (the command line's choice where it made one).
         """
         ...
 
@@ -62,9 +67,15 @@ class LocalExecutor:
     """Blocks run on a resident-graph session over this process's devices."""
 
     @asynccontextmanager
-    async def connect(self, spec: JobSpec) -> AsyncIterator[None]:
-        """Nothing to connect to."""
-        yield
+    async def connect(self, spec: JobSpec) -> AsyncIterator[DeviceStart]:
+        """Open the job's devices, with its workloads' kernels, in the background."""
+        start = DeviceStart(spec.job.backend, spec.job.devices, job_kernels(spec))
+        async with anyio.create_task_group() as tg:
+            await tg.start(start.run)
+            try:
+                yield start
+            finally:
+                tg.cancel_scope.cancel()  # devices still opening, or held and never taken
 
     def target(
         self,
@@ -76,7 +87,8 @@ class LocalExecutor:
         graph: CsrGraph,
         execute: BlockExecutor,
     ) -> AbstractAsyncContextManager[BlockTarget]:
-        """Open the devices and a session batching as ``[batching]`` says."""
+        """A session batching as ``[batching]`` says, on the devices ``connection``
+        opened for the first target, on devices opened anew for a later one."""
         counts_only = all(reads_counts(workload) for workload in spec.workload)
         return local_target(
             backend,
@@ -85,6 +97,7 @@ class LocalExecutor:
             spec.batching.session_config(),
             execute,
             blocks_per_slot=1 if counts_only else 2,
+            start=connection,
         )
 
 

@@ -19,7 +19,6 @@ import anyio
 from ...errors import ConfigurationError
 from ...logging import get_logger
 from ...telemetry import MetricFamily, prometheus_collector, render_prometheus
-from ._metrics_server import METRICS_PATH, metrics_server
 
 _log = get_logger("vyre_async.jobs")
 
@@ -135,6 +134,9 @@ def serve_metrics(metrics: JobMetrics, port: int, host: str = "127.0.0.1") -> It
 
     registry = CollectorRegistry(auto_describe=False)
     registry.register(collector)
+    # The HTTP server's modules load only for a job that serves its metrics.
+    from ._metrics_server import METRICS_PATH, metrics_server
+
     try:
         server = metrics_server(registry, host, port)
     except OSError as exc:

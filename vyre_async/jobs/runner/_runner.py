@@ -49,7 +49,13 @@ from ...errors import (
 )
 from ...graphs import CsrGraph
 from ...logging import JsonLogFile, get_logger
-from ...telemetry import MetricFamily
+from ...telemetry import (
+    MetricFamily,
+    StartupStage,
+    StartupTimeline,
+    recording_startup,
+    startup_stage,
+)
 from ..graph import job_fingerprint, prepare_job_graph
 from ..output import LOG_FILE, Manifest, ManifestKey, ResultStore, record_layout
 from ..spec import JobSpec, resolve_sources
@@ -111,6 +117,9 @@ class JobRunner(Lifecycle):
         manifest_key: Seal the output folder's manifests with this key, and check a
             resumed folder's with it (:func:`load_manifest_key` reads one from a file
             or the environment); ``None`` writes manifests without a MAC.
+        startup: The start-up timeline the run marks its stages on, up to its first
+            commit, each logged as a ``startup`` event (the CLI passes one from the
+            process's start); ``None``: one from the runner's making.
     """
 
     _noun = "job runner"
@@ -134,6 +143,7 @@ class JobRunner(Lifecycle):
         report: Callable[[JobSummary], None] | None = None,
         on_exit_at_once: Callable[[JobSummary], None] | None = None,
         manifest_key: ManifestKey | None = None,
+        startup: StartupTimeline | None = None,
     ) -> None:
         self._job_file = Path(job_file)
         # A spec made in code may still name sources files; load_job's are read already.
@@ -175,6 +185,7 @@ class JobRunner(Lifecycle):
         self._executor: Executor = LocalExecutor()
         self._connection: Any = None  # what the executor connected (Ray: the cluster)
         self._warmup: ContextWarmup | None = None
+        self._startup = startup if startup is not None else StartupTimeline(time.monotonic())
         self._attempts = BlockAttempts(
             spec,
             retry_rng if retry_rng is not None else np.random.default_rng(),
@@ -193,7 +204,10 @@ class JobRunner(Lifecycle):
         """
         self._enter_open()
         try:
-            with exiting_at_once_on_signals(self._handle_signals):
+            with (
+                exiting_at_once_on_signals(self._handle_signals),
+                recording_startup(self._startup),
+            ):
                 return await self._run()
         except BaseExceptionGroup as group:
             # A stage that fails (the committer on a full disk) breaks the streams of
@@ -204,6 +218,7 @@ class JobRunner(Lifecycle):
                 raise
             raise error from None
         finally:
+            self._startup.close()
             await self._end_warmup()
             self._enter_closed()
 
@@ -213,6 +228,7 @@ class JobRunner(Lifecycle):
         self._started_at = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
         self._started = time.monotonic()
         await self._check_backend()
+        startup_stage("devices_checked")
         # The device contexts are made while the job is checked and its graph prepared.
         self._warmup = ContextWarmup.start(self._backend_kind, self._devices, spec.job.executor)
         # Everything refused before the folder is touched (validate checks the same).
@@ -237,9 +253,12 @@ class JobRunner(Lifecycle):
                 manifest_key=self._manifest_key,
             )
         )
+        startup_stage("job_checked")
         try:
             self._log_file = JsonLogFile(self._folder / LOG_FILE, level=spec.logging.level)
             await anyio.to_thread.run_sync(self._log_file.open)
+            # The stages so far are logged now, the later ones as they end.
+            self._startup.listen(self._log_startup)
             try:
                 if self._resume and store.manifest.complete:
                     return await self._already_complete(store)
@@ -255,6 +274,15 @@ class JobRunner(Lifecycle):
         finally:
             with anyio.CancelScope(shield=True):
                 await anyio.to_thread.run_sync(store.close)
+
+    def _log_startup(self, stage: StartupStage) -> None:
+        """Log a stage of the start-up; the first commit ends it."""
+        extra: dict[str, Any] = {"took_s": stage.took_s} if stage.took_s is not None else {}
+        if stage.device is not None:
+            extra["device"] = stage.device
+        _log.info("startup", stage=stage.stage, at_s=stage.at_s, **extra, **stage.fields)
+        if stage.stage == "first_chunk_committed":
+            self._startup.close()
 
     async def _end_warmup(self) -> None:
         """Let go of the warm-up's contexts (the job's devices hold their own)."""
@@ -468,9 +496,12 @@ class JobRunner(Lifecycle):
 
     @asynccontextmanager
     async def _connect_executor(self) -> AsyncIterator[None]:
-        """Connect the job's executor for the run (Ray: joined in the background)."""
-        self._executor = executor_for(self._spec.job.executor)
-        async with self._executor.connect(self._spec) as connection:
+        """Connect the job's executor for the run (Ray: joined in the background; local
+        devices: opened in the background)."""
+        spec = self._spec
+        self._executor = executor_for(spec.job.executor)
+        job = msgspec.structs.replace(spec.job, backend=self._backend_kind, devices=self._devices)
+        async with self._executor.connect(msgspec.structs.replace(spec, job=job)) as connection:
             self._connection = connection
             try:
                 yield
@@ -510,6 +541,8 @@ class JobRunner(Lifecycle):
             async for key, block in receive:
                 if self._stopping:
                     continue  # stays pending: not committed, so a resume runs it
+                began = time.monotonic()
+                startup_stage("first_block_started", items=len(block))
                 try:
                     done = await self._attempts.run(target, block, store)
                 except DeviceLostError as exc:
@@ -520,6 +553,7 @@ class JobRunner(Lifecycle):
                         raise
                     _log.debug("block_abandoned_with_lost_device", error=str(exc))
                     return
+                startup_stage("first_block_done", began=began, items=len(block))
                 await records.send(done)
                 del self._pending[key]
 

@@ -14,11 +14,12 @@ from typing import Any, Protocol
 import msgspec
 import numpy as np
 
-from ...backends import BackendKind, DeviceSelector, open_devices
+from ...backends import BackendKind, DeviceGroup, DeviceSelector, open_devices
 from ...graphs import CsrGraph
 from ...sessions import BatchingConfig, ResidentGraphSession, resident_graph
 from ...telemetry import MetricFamily, telemetry_families
 from ..spec import WorkloadSection
+from ._device_start import DeviceStart
 from ._execute import BlockExecutor, BlockResult
 
 
@@ -104,11 +105,34 @@ async def local_target(
     batching: BatchingConfig,
     execute: BlockExecutor,
     blocks_per_slot: int = 2,
+    start: DeviceStart | None = None,
 ) -> AsyncIterator[LocalTarget]:
-    """Open the devices and a batching session over ``graph``; close both afterwards."""
-    async with (
-        open_devices(kind, devices=devices) as group,
-        resident_graph(group, graph, batching=batching) as session,
-    ):
+    """A batching session over ``graph`` on the devices ``start`` opened (the first
+    time), else on devices opened here; the session and the devices close afterwards."""
+    group = await start.take() if start is not None else None
+    if group is None:
+        async with (
+            open_devices(kind, devices=devices) as opened,
+            _session_target(opened, graph, batching, execute, blocks_per_slot) as target,
+        ):
+            yield target
+        return
+    assert start is not None  # a group is taken only from a start
+    try:
+        async with _session_target(group, graph, batching, execute, blocks_per_slot) as target:
+            yield target
+    finally:
+        await start.release()
+
+
+@asynccontextmanager
+async def _session_target(
+    group: DeviceGroup,
+    graph: CsrGraph,
+    batching: BatchingConfig,
+    execute: BlockExecutor,
+    blocks_per_slot: int,
+) -> AsyncIterator[LocalTarget]:
+    async with resident_graph(group, graph, batching=batching) as session:
         device = " + ".join(group.device_names)
         yield LocalTarget(session, group.kind, device, execute, group.telemetry, blocks_per_slot)

@@ -21,7 +21,6 @@ refused, and when it finds nothing, msgspec's own error is the one reported.
 
 from __future__ import annotations
 
-import difflib
 import typing
 from typing import Annotated, Any
 
@@ -168,6 +167,8 @@ def _chosen_struct(
 def _unknown_field(key: object, known: list[str]) -> str:
     name = _short_repr(key)[1:-1] if isinstance(key, str) else _short_repr(key)
     text = f"Object contains unknown field `{name}`"
+    import difflib  # only a file with an unknown field needs it
+
     close = difflib.get_close_matches(key, known, n=1) if isinstance(key, str) else []
     if close:
         return f"{text}; did you mean `{close[0]}`?"

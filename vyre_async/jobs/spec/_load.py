@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 import tomllib
 from pathlib import Path
 from typing import Any
 
 import msgspec
 import numpy as np
-import yaml
 
 from ..._files import FileTooLargeError, NotRegularFileError, read_regular
 from ...errors import ConfigurationError
@@ -102,13 +102,7 @@ def load_job(path: str | Path) -> JobSpec:
             except msgspec.DecodeError:
                 raise _not_a_job(file, [str(exc)]) from None
             raise _not_a_job(file, document_errors(document, JobSpec, str(exc))) from None
-    except (
-        msgspec.DecodeError,
-        tomllib.TOMLDecodeError,
-        UnicodeDecodeError,
-        yaml.YAMLError,
-        RecursionError,
-    ) as exc:
+    except _syntax_errors() as exc:
         raise ConfigurationError(
             f"{file}: not valid {kind.upper()}: {_short(str(exc))}",
             fix=f"fix the {kind.upper()} syntax at the place named.",
@@ -240,8 +234,23 @@ class _Collection:
             self.expect_key = True
 
 
+def _syntax_errors() -> tuple[type[BaseException], ...]:
+    """What a file that is no valid TOML, JSON or YAML raises; PyYAML's error only once
+    a YAML file loaded PyYAML (nothing raised it before)."""
+    yaml = sys.modules.get("yaml")
+    found: tuple[type[BaseException], ...] = (
+        msgspec.DecodeError,
+        tomllib.TOMLDecodeError,
+        UnicodeDecodeError,
+        RecursionError,
+    )
+    return found if yaml is None else (*found, yaml.YAMLError)
+
+
 def _check_yaml(file: Path, data: bytes) -> None:
     """Walk the YAML event stream (no objects built): bound nesting, refuse repeated keys."""
+    import yaml  # only a YAML job file needs it: `import vyre_async` stays lean
+
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     stack: list[_Collection] = []
     for event in yaml.parse(data, Loader=loader):

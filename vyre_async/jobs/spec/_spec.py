@@ -242,7 +242,9 @@ class OutputSection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     ``dir`` is relative to the job file and must stay inside the job file's folder
     (``--out`` on the command line may name any folder, and replaces ``dir``; with
     ``--out`` the section may be left out). A chunk of records is committed once it
-    holds ``commit_items`` records or ``commit_interval_s`` passed. ``format`` is
+    holds its size in records or ``commit_interval_s`` passed: a run's first chunk
+    holds ``first_commit_items`` (so results, and something for a resume to keep,
+    come early), each next one twice the one before, up to ``commit_items``. ``format`` is
     ``"jsonl"`` (JSON lines) or ``"parquet"`` (needs pyarrow: the ``parquet`` extra);
     a resumed run writes the format its folder was started with.
     """
@@ -250,6 +252,7 @@ class OutputSection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     dir: FilePath | None = None
     format: Literal["jsonl", "parquet"] = "jsonl"
     commit_items: Annotated[int, msgspec.Meta(ge=1, le=1_000_000)] = 65536
+    first_commit_items: Annotated[int, msgspec.Meta(ge=1, le=1_000_000)] = 1024
     commit_interval_s: Annotated[float, msgspec.Meta(gt=0.0, le=3600.0)] = 2.0
 
     def __post_init__(self) -> None:

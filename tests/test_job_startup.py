@@ -1,0 +1,128 @@
+"""A job's start-up timeline in its log: each stage once, in the order they depend on."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import numpy as np
+import pytest
+from job_files import committed, expected_reach, job_file, random_sources, rmat_graph, write_job
+
+from vyre_async.algorithms import lookup
+from vyre_async.cli import main
+from vyre_async.jobs import JobRunner, load_job
+from vyre_async.jobs.runner import BlockResult
+
+sys.path.insert(0, str(Path(__file__).parent))
+import cuda_sim
+
+#: Stages every local job goes through, each after the one before it.
+CHAIN = (
+    "devices_checked",
+    "job_checked",
+    "graph_ready",
+    "device_arrays",
+    "first_block_started",
+    "first_block_done",
+    "first_chunk_committed",
+)
+
+
+def startup_events(folder: Path) -> list[dict[str, Any]]:
+    """The ``startup`` events of a job folder's ``log.jsonl``, in the order logged."""
+    lines = (folder / "log.jsonl").read_text().splitlines()
+    return [e for e in map(json.loads, lines) if e["event"] == "startup"]
+
+
+async def test_a_jobs_log_holds_its_startup_stages_in_order(tmp_path: Path) -> None:
+    """A two-device CPU job logs each stage once, each after those it waits for, every
+    device's upload, and nothing after its first commit; its records equal SciPy's."""
+    graph = rmat_graph()
+    sources = random_sources(200, 3, graph.num_vertices)
+    path = await job_file(
+        tmp_path,
+        [{"kind": "reach", "sources": sources}],
+        job={"devices": [0, 1]},
+        output={"first_commit_items": 16, "commit_items": 64},
+    )
+    spec = await anyio.to_thread.run_sync(load_job, path)
+    summary = await JobRunner(spec, job_file=path).run()
+    assert summary.status == "complete"
+    events = await anyio.to_thread.run_sync(startup_events, tmp_path / "out")
+    at = {(e["stage"], e.get("device")): e["at_s"] for e in events}
+    assert len(at) == len(events), "a stage was logged twice"
+    chain = [at[(stage, None)] for stage in CHAIN]
+    assert chain == sorted(chain)
+    assert chain[0] >= 0
+    assert chain[-1] <= summary.seconds + 1.0
+    for device in ("0", "1"):
+        uploaded = at[("graph_uploaded", device)]
+        assert at[("graph_ready", None)] <= uploaded <= at[("first_block_started", None)]
+        assert at[("kernels_loaded", device)] <= at[("first_block_started", None)]
+    assert events[-1]["stage"] == "first_chunk_committed"
+    assert events[-1]["items"] >= 16
+    ready = next(e for e in events if e["stage"] == "graph_ready")
+    assert ready["origin"] == "host"
+    assert 0 <= ready["took_s"] <= ready["at_s"]
+    records = sorted(await committed(tmp_path / "out"), key=lambda r: r.id)
+    assert [r.reached for r in records] == [expected_reach(graph, s) for s in sources]
+
+
+def test_the_command_lines_timeline_counts_from_the_process_start(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``vyre-async run`` logs the process's start at 0, then its imports and the job
+    file's load, before the runner's stages."""
+    job = write_job(tmp_path, [{"kind": "reach", "sources": [0, 1, 2]}])
+    assert main(["run", str(job)]) == 0
+    capsys.readouterr()
+    events = startup_events(tmp_path / "out")
+    stages = [e["stage"] for e in events]
+    assert stages[:4] == ["process_started", "imported", "job_loaded", "devices_checked"]
+    assert events[0]["at_s"] == 0.0
+    assert 0 < events[1]["at_s"] <= events[2]["at_s"] <= events[3]["at_s"]
+
+
+async def test_each_device_starts_once_with_the_jobs_kernels_all_devices_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A CUDA job on four simulated devices (its blocks computed by SciPy: the simulator
+    runs no traversal) makes each device's context once, loads there only the kernels
+    of its workload's kind, each once, and uploads the graph in one copy; the devices
+    make their contexts, load their first modules and allocate their graphs at the
+    same time, and close at the same time; every context is let go and every record
+    equals SciPy's."""
+    sim = cuda_sim.install(monkeypatch, devices=4)
+    sim.meet("cuDevicePrimaryCtxRetain", "cuModuleLoadData", "cuMemAlloc", "cuStreamDestroy")
+    graph = rmat_graph()
+    sources = random_sources(64, 9, graph.num_vertices)
+
+    async def by_scipy(session: object, workload: object, block: np.ndarray) -> BlockResult:
+        return BlockResult(np.array([expected_reach(graph, int(s)) for s in block]))
+
+    path = await job_file(
+        tmp_path,
+        [{"kind": "reach", "sources": sources}],
+        job={"backend": "cuda", "devices": "all"},
+    )
+    spec = await anyio.to_thread.run_sync(load_job, path)
+    summary = await JobRunner(spec, job_file=path, execute=by_scipy).run()
+    assert summary.status == "complete", summary.message
+    kernels = set(lookup("reach").kernels(spec.workload[0].params))
+    # int64 offsets and int32 indices (and the transpose's), int32 out-degrees
+    copies = 1 if graph.symmetric else 2
+    graph_bytes = copies * (8 * (graph.num_vertices + 1) + 4 * graph.num_edges)
+    graph_bytes += 4 * graph.num_vertices
+    for device, counts in enumerate(sim.per_device):
+        assert counts["contexts_created"] == 1, f"device {device}: {counts}"
+        assert counts["cuModuleLoadData"] == len(kernels), f"device {device}: {counts}"
+        assert counts["cuMemcpyHtoDAsync"] == 1, f"device {device}: {counts}"
+        assert counts["bytes_to_device"] >= graph_bytes
+    assert sim.apart == set(), "devices started or closed one after another"
+    assert sim.live_contexts == 0
+    records = sorted(await committed(tmp_path / "out"), key=lambda r: r.id)
+    assert [r.reached for r in records] == [expected_reach(graph, s) for s in sources]
