@@ -26,7 +26,15 @@ def missing_serve_packages() -> list[str]:
     """The serve extra's packages this environment cannot import (none: all there)."""
     import importlib.util
 
-    return [name for name in ("starlette", "hypercorn") if importlib.util.find_spec(name) is None]
+    missing = []
+    for name in ("starlette", "hypercorn"):
+        try:
+            found = importlib.util.find_spec(name) is not None
+        except ImportError:  # a finder that refuses the name outright
+            found = False
+        if not found:
+            missing.append(name)
+    return missing
 
 
 def create_app(

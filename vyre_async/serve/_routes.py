@@ -355,11 +355,12 @@ class Endpoints:
             raise self._too_large(length)
         chunks: list[bytes] = []
         size = 0
-        async for chunk in request.stream():
-            size += len(chunk)
-            if size > self._max_body:
-                raise self._too_large(f"more than {size}")
-            chunks.append(chunk)
+        async with contextlib.aclosing(request.stream()) as stream:
+            async for chunk in stream:
+                size += len(chunk)
+                if size > self._max_body:
+                    raise self._too_large(f"more than {size - len(chunk)}")
+                chunks.append(chunk)
         return b"".join(chunks)
 
     def _too_large(self, length: str) -> _RefusalError:

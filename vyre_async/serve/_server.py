@@ -82,30 +82,44 @@ async def serve_app(
     Raises:
         ConfigurationError: Hypercorn is not installed, or the address cannot be bound.
     """
-    try:
-        from hypercorn.config import Config
-    except ImportError:
-        raise ConfigurationError(
-            "serving needs Hypercorn, which is not installed", fix=f"{SERVE_EXTRA}."
-        ) from None
+    trio = _on_trio()
+    # Imported in a worker thread: an import reads files, which the loop never waits on.
+    serve, config = await anyio.to_thread.run_sync(_hypercorn, trio)
     if sock is None:
         sock = await anyio.to_thread.run_sync(bind_socket, host, port)
     bound = int(sock.getsockname()[1])
-    config = Config()
     config.bind = [f"fd://{sock.detach()}"]
     config.graceful_timeout = drain_timeout
     config.accesslog = None
     config.errorlog = logging.getLogger("vyre_async.serve.http")
     config.include_server_header = False
     task_status.started(bound)
-    if _on_trio():
-        from hypercorn.trio import serve as serve_trio
+    await serve(app, config, shutdown_trigger=shutdown_trigger)
 
-        await serve_trio(app, config, shutdown_trigger=shutdown_trigger)
-    else:
-        from hypercorn.asyncio import serve as serve_asyncio
 
-        await serve_asyncio(app, config, shutdown_trigger=shutdown_trigger)
+def _hypercorn(trio: bool) -> tuple[Callable[..., Awaitable[None]], Any]:
+    """Hypercorn's ``serve`` for the running loop, and a fresh config.
+
+    Raises:
+        ConfigurationError: Hypercorn is not installed.
+    """
+    try:
+        from hypercorn.config import Config
+
+        serve: Callable[..., Awaitable[None]]
+        if trio:
+            from hypercorn.trio import serve as serve_trio
+
+            serve = serve_trio
+        else:
+            from hypercorn.asyncio import serve as serve_asyncio
+
+            serve = serve_asyncio
+    except ImportError:
+        raise ConfigurationError(
+            "serving needs Hypercorn, which is not installed", fix=f"{SERVE_EXTRA}."
+        ) from None
+    return serve, Config()
 
 
 def _on_trio() -> bool:
