@@ -434,6 +434,8 @@ def main() -> None:
         if log is not None:
             print(line, file=log, flush=True)
 
+    # A SIGTERM (a `timeout` around the run) unwinds, so each server is stopped too.
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
     # The generator processes fork before this process imports vyre_async (or starts
     # any thread), and serve every step.
     context = multiprocessing.get_context("fork")
