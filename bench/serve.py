@@ -29,7 +29,8 @@ Answers are checked: each source's answer is the same in both modes, and a few
 sources' answers equal SciPy's.
 
 Usage: ``python bench/serve.py --out results.json [--log run.log] [--scale 20]
-[--quick]`` (``--quick``: the CPU backend, R-MAT 10 and low rates, to try it anywhere).
+[--worker asyncio|uvloop|trio] [--quick]`` (``--quick``: the CPU backend, R-MAT 10 and low
+rates, to try it anywhere).
 """
 
 from __future__ import annotations
@@ -140,11 +141,14 @@ async def _load(step: Step) -> np.ndarray:
             writer.write(_request(step, int(row[7])))
             head = await reader.readuntil(b"\r\n\r\n")
             length = 0
+            keep = True
             for line in head.split(b"\r\n"):
                 name, _, value = line.partition(b":")
                 lowered = name.lower()
                 if lowered == b"content-length":
                     length = int(value)
+                elif lowered == b"connection":
+                    keep = b"close" not in value.lower()
                 elif lowered == b"server-timing":
                     for key, dur in _TIMING.findall(value):
                         row[5 if key == b"query" else 6] = float(dur)
@@ -153,7 +157,11 @@ async def _load(step: Step) -> np.ndarray:
             row[4] = int(head[9:12])
             if row[4] == 200 and body.startswith(b'{"answer":'):
                 row[8] = int(body[10:-1])
-            idle.put_nowait((reader, writer))
+            if keep:
+                idle.put_nowait((reader, writer))
+            else:  # Hypercorn closes a connection after its 1000th request
+                opened -= 1
+                writer.close()
         except (OSError, asyncio.IncompleteReadError, ValueError):
             row[3] = time.monotonic()
             row[4] = -1
@@ -306,7 +314,12 @@ def serve_config(args: argparse.Namespace, batched: bool) -> dict[str, Any]:
     if batched:
         batching |= {"max_batch": 1024, "max_delay_ms": args.max_delay_ms, "in_flight": 2}
     return {
-        "server": {"host": "127.0.0.1", "backend": args.backend, "devices": 0},
+        "server": {
+            "host": "127.0.0.1",
+            "backend": args.backend,
+            "devices": 0,
+            "worker": args.worker,
+        },
         "limits": {"retry_after_s": 1},
         "graphs": [
             {
@@ -419,6 +432,7 @@ def main() -> None:
     parser.add_argument("--queue-size", type=int, default=8192)
     parser.add_argument("--max-delay-ms", type=float, default=0.5)
     parser.add_argument("--backend", default="cuda", choices=["cuda", "cpu", "auto"])
+    parser.add_argument("--worker", default="asyncio", choices=["asyncio", "uvloop", "trio"])
     parser.add_argument("--quick", action="store_true", help="CPU, R-MAT 10, low rates")
     args = parser.parse_args()
     if args.quick:
@@ -440,17 +454,16 @@ def main() -> None:
     # any thread), and serve every step.
     context = multiprocessing.get_context("fork")
     with context.Pool(args.clients) as pool:
-        record = measure(args, pool, say)
-    Path(args.out).write_text(json.dumps(record, indent=2) + "\n")
+        write(args.out, measure(args, pool, say))
     if log is not None:
         log.close()
 
 
 def measure(args: argparse.Namespace, pool: Any, say: Any) -> dict[str, Any]:
-    """Both modes' ramps, the checks of their answers, and the JSON record."""
+    """Both modes' ramps, the checks of their answers, and the JSON record (written
+    after each mode too, with ``complete`` false, so a run cut short keeps its steps)."""
     from vyre_async.graphs import rmat
 
-    server_log = open(Path(args.out).with_suffix(".server.log"), "w")  # noqa: SIM115
     started = time.monotonic()
     graph = rmat(args.scale, 16, 7)
     degrees = np.diff(graph.offsets)
@@ -463,42 +476,16 @@ def measure(args: argparse.Namespace, pool: Any, say: Any) -> dict[str, Any]:
     say(f"{args.clients} generator processes, {args.connections} connections each")
     results: dict[str, Any] = {}
     answers: dict[str, dict[int, int]] = {}
-    with tempfile.TemporaryDirectory() as folder:
-        for mode, batched in (("batched", True), ("unbatched", False)):
-            started = time.monotonic()
-            with server(serve_config(args, batched), Path(folder), server_log) as port:
-                say(f"{mode}: server ready in {time.monotonic() - started:.1f} s on port {port}")
-                results[mode], answers[mode] = ramp(pool, args, port, sources, say, mode)
-                if batched:
-                    top = results[mode][-1]["offered_per_s"]
-                    rows = run_step(pool, args, port, top, sources, 99, "/v2/health/live", "GET")
-                    ceiling = summarize(rows, top)
-                    results["liveness_ceiling"] = ceiling
-                    say(
-                        f"  liveness {top:9.0f}/s: {ceiling['achieved_per_s']:9.0f}/s answered, "
-                        f"p50 {_ms(ceiling['p50_ms'])} p99 {_ms(ceiling['p99_ms'])} ms, "
-                        f"generator lag p99 {_ms(ceiling['generator_lag_p99_ms'])} ms"
-                    )
-    common = set(answers["batched"]) & set(answers["unbatched"])
-    disagree = [s for s in common if answers["batched"][s] != answers["unbatched"][s]]
-    if disagree:
-        raise AssertionError(f"batched and unbatched answers differ for sources {disagree[:5]}")
-    checked = check_against_scipy(graph, answers["batched"])
-    summary = verdict(results["batched"], results["unbatched"])
-    say(
-        f"answers: {len(common)} sources answered alike in both modes; {len(checked)} equal SciPy's"
-    )
-    say(f"verdict: {json.dumps(summary, default=str)}")
-    server_log.close()
-    return {
+    record: dict[str, Any] = {
         "benchmark": "serve",
         "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         **environment(args.backend),
         "python": platform.python_version(),
-        "event_loop": "asyncio",
+        "event_loop": args.worker,
         "backend": args.backend,
         "quick": args.quick,
         "seed": SEED,
+        "complete": False,
         "graph": {
             "kind": "rmat",
             "scale": args.scale,
@@ -512,10 +499,47 @@ def measure(args: argparse.Namespace, pool: Any, say: Any) -> dict[str, Any]:
             "http": "raw HTTP/1.1 over asyncio streams, keep-alive",
         },
         "batching": serve_config(args, True)["graphs"][0]["batching"],
-        "answers": {"alike_in_both_modes": len(common), "checked_against_scipy": checked},
         "results": results,
+    }
+    server_log = Path(args.out).with_suffix(".server.log")
+    with tempfile.TemporaryDirectory() as folder, server_log.open("w") as log:
+        for mode, batched in (("batched", True), ("unbatched", False)):
+            started = time.monotonic()
+            with server(serve_config(args, batched), Path(folder), log) as port:
+                say(f"{mode}: server ready in {time.monotonic() - started:.1f} s on port {port}")
+                results[mode], answers[mode] = ramp(pool, args, port, sources, say, mode)
+                if batched:
+                    top = results[mode][-1]["offered_per_s"]
+                    rows = run_step(pool, args, port, top, sources, 99, "/v2/health/live", "GET")
+                    ceiling = summarize(rows, top)
+                    results["liveness_ceiling"] = ceiling
+                    say(
+                        f"  liveness {top:9.0f}/s: {ceiling['achieved_per_s']:9.0f}/s answered, "
+                        f"p50 {_ms(ceiling['p50_ms'])} p99 {_ms(ceiling['p99_ms'])} ms, "
+                        f"generator lag p99 {_ms(ceiling['generator_lag_p99_ms'])} ms"
+                    )
+            write(args.out, record)
+    common = set(answers["batched"]) & set(answers["unbatched"])
+    disagree = [s for s in common if answers["batched"][s] != answers["unbatched"][s]]
+    if disagree:
+        raise AssertionError(f"batched and unbatched answers differ for sources {disagree[:5]}")
+    checked = check_against_scipy(graph, answers["batched"])
+    summary = verdict(results["batched"], results["unbatched"])
+    say(
+        f"answers: {len(common)} sources answered alike in both modes; {len(checked)} equal SciPy's"
+    )
+    say(f"verdict: {json.dumps(summary, default=str)}")
+    record |= {
+        "complete": True,
+        "answers": {"alike_in_both_modes": len(common), "checked_against_scipy": checked},
         "summary": summary,
     }
+    return record
+
+
+def write(path: str, record: dict[str, Any]) -> None:
+    """The JSON summary, as it stands."""
+    Path(path).write_text(json.dumps(record, indent=2) + "\n")
 
 
 if __name__ == "__main__":
