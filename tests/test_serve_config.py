@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 import textwrap
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import httpx
 import numpy as np
 import pytest
-from serve_fixtures import random_graph, reached, serving, write_config
+from graph_references import scipy_levels
+from serve_fixtures import BOUND_S, random_graph, reached, serving, write_config
 
 from vyre_async.cli import main
 from vyre_async.errors import ConfigurationError
+from vyre_async.graphs import rmat
 from vyre_async.serve import AuthSection, load_serve_config, read_token
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -226,3 +232,40 @@ async def test_a_missing_or_wrong_token_gets_401_and_liveness_asks_for_none(
     assert "carries another one" in refused[1].json()["error"]["message"]
     assert live.status_code == 200
     assert right.json() == {"answer": reached(graph, 1)}
+
+
+def test_vyre_async_serve_runs_the_shipped_config_and_a_sigterm_ends_it_with_0() -> None:
+    """`vyre-async serve configs/serve.toml --port 0` (a child process) serves the
+    config's R-MAT graph: reach and khop answer as SciPy does, and SIGTERM exits 0."""
+    config = str(ROOT / "configs" / "serve.toml")
+    command = [sys.executable, "-m", "vyre_async", "serve", config, "--port", "0"]
+    child = subprocess.Popen(  # noqa: S603 - our own interpreter and command line
+        [*command, "--log-level", "warning"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert child.stdout is not None
+        with ThreadPoolExecutor(1) as reader:
+            line = reader.submit(child.stdout.readline).result(timeout=BOUND_S)
+        url = line.split(" on ")[1].strip()
+        graph = rmat(12, 16, 7)
+        with httpx.Client(base_url=url, timeout=BOUND_S) as client:
+            deadline = time.monotonic() + BOUND_S
+            while client.get("/v2/health/ready").status_code != 200:
+                assert time.monotonic() < deadline, "the server never became ready"
+                time.sleep(0.01)
+            reach = client.post("/v1/graphs/social/reach", json={"source": 3}).json()
+            khop = client.post(
+                "/v1/graphs/social/khop", json={"source": 3, "params": {"k": 2}}
+            ).json()
+        child.send_signal(signal.SIGTERM)
+        code = child.wait(timeout=BOUND_S)
+    finally:
+        child.kill()
+        _, err = child.communicate()
+    levels = scipy_levels(graph, 3)
+    assert reach == {"answer": reached(graph, 3)}
+    assert khop == {"answer": int(((levels >= 0) & (levels <= 2)).sum())}
+    assert code == 0, err
