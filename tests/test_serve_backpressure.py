@@ -6,6 +6,7 @@ full queue are states the test reaches, not moments it hopes to hit.
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -126,6 +127,30 @@ async def test_a_queue_timeout_ends_in_504_and_the_running_batch_still_answers(
     assert "timed out after 0.05 s" in body["error"]["message"]
     assert out[first][:2] == (200, {"answer": reached(graph, first)})
     assert hold.runs == [[first]], "the timed-out query never ran"
+
+
+async def test_a_higher_priority_query_runs_before_one_queued_earlier(
+    tmp_path: Path, rng: np.random.Generator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Behind a held batch (max_batch 1), a priority-0 query queued first and a
+    priority-5 query queued second: the priority-5 one runs first; both get SciPy's
+    answer."""
+    graph = random_graph(rng)
+    config = await write_config(tmp_path, {"g": graph}, batching={"max_batch": 1})
+    hold = hold_runs(monkeypatch, "reach")
+    first, low, high = _distinct_sources(rng, graph.num_vertices, 3)
+    out: dict[int, Any] = {}
+    async with serving(config) as served, anyio.create_task_group() as tg:
+        tg.start_soon(_ask, served, first, out)
+        await until(lambda: len(hold.gates) == 1)
+        tg.start_soon(partial(_ask, served, low, out, priority=0))
+        await until(lambda: _queued(served) == 1)
+        tg.start_soon(partial(_ask, served, high, out, priority=5))
+        await until(lambda: _queued(served) == 2)
+        hold.open_all()
+    assert hold.runs == [[first], [high], [low]]
+    for source in (first, low, high):
+        assert out[source][:2] == (200, {"answer": reached(graph, source)})
 
 
 async def _leave_while_waiting(url: str, source: int, left: anyio.Event) -> None:
