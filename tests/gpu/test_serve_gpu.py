@@ -30,6 +30,11 @@ async def test_concurrent_http_reach_queries_share_gpu_batches_and_equal_scipys(
     sources = [int(s) for s in rng.integers(0, graph.num_vertices, 300)]
     got: dict[int, int] = {}
     async with serving(config) as served:
+        # The traversal kernels compile on first use (minutes on a cold kernel cache):
+        # once here, with no HTTP client's timeout running.
+        session = served.session("g")
+        await session.query("reach", sources[0])
+        await session.query_many("reach", sources[:4])
 
         async def ask(source: int) -> None:
             answer = await served.client.post("/v1/graphs/g/reach", json={"source": source})
@@ -40,7 +45,7 @@ async def test_concurrent_http_reach_queries_share_gpu_batches_and_equal_scipys(
             for source in sources:
                 tg.start_soon(ask, source)
         described = (await served.client.get("/v1/graphs/g")).json()
-        stats = served.session("g").batch_stats()
+        stats = session.batch_stats()
     expected = await anyio.to_thread.run_sync(lambda: {s: reached(graph, s) for s in got})
     assert sorted(got) == sorted(set(sources))
     assert got == expected
