@@ -21,6 +21,7 @@ from vyre_async.errors import (
     LifecycleError,
     OutOfMemoryError,
     QueueFullError,
+    QueueTimeoutError,
     ValidationError,
     VyreError,
 )
@@ -343,7 +344,8 @@ async def test_a_full_queue_rejects_when_asked() -> None:
 async def test_a_request_timing_out_in_the_queue_raises_and_is_counted(
     anyio_backend_name: str,
 ) -> None:
-    """A request still queued at its timeout is removed and its caller gets DispatchError."""
+    """A request still queued at its timeout is removed and its caller gets
+    QueueTimeoutError (a DispatchError)."""
     timeout = 1.0 if anyio_backend_name == "trio" else 0.05
     executor = Executor(hold=[0])
     batcher = batcher_for(executor)
@@ -359,6 +361,7 @@ async def test_a_request_timing_out_in_the_queue_raises_and_is_counted(
         assert batcher.stats().queued == 1
         executor.release(0)
     error = out.pop(1)
+    assert isinstance(error, QueueTimeoutError)
     assert isinstance(error, DispatchError)
     assert f"timed out after {timeout:g} s in the dynamic batcher's queue" in str(error)
     assert "Fix: " in str(error)
@@ -396,7 +399,7 @@ async def test_a_request_waiting_for_room_times_out() -> None:
         await start_in_line(tg, batcher, lambda: record(batcher, 2, out, queue_timeout=0.05))
         await out.wait_for(2)
         executor.release(0)
-    assert isinstance(out[2], DispatchError)
+    assert isinstance(out[2], QueueTimeoutError)
     assert "waiting for room in the dynamic batcher's full queue (1 requests)" in str(out[2])
     assert (out[0], out[1]) == (0, 2)
     assert batcher.stats().timed_out == 1

@@ -47,6 +47,7 @@ from .errors import DispatchError as DispatchError
 from .errors import LifecycleError as LifecycleError
 from .errors import OutOfMemoryError as OutOfMemoryError
 from .errors import QueueFullError as QueueFullError
+from .errors import QueueTimeoutError as QueueTimeoutError
 from .errors import UnsupportedFeatureError as UnsupportedFeatureError
 from .errors import ValidationError as ValidationError
 from .errors import VyreError as VyreError
@@ -84,6 +85,7 @@ __all__ = [
     "PreparedDispatch",
     "PreparedSequence",
     "QueueFullError",
+    "QueueTimeoutError",
     "ReadRange",
     "ResidentBuffer",
     "ResidentGraphSession",

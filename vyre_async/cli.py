@@ -16,7 +16,8 @@ else 2 with each problem and its fix). ``vyre-async show
 RUN`` prints a run's summary and its first records as a table; ``vyre-async export
 RUN --to FILE`` writes its records to a ``.csv`` or ``.parquet`` file and its items'
 arrays to one ``.npz`` beside it (both exit 2 for a folder that holds no job; export
-also for a file that exists, without ``--force``). ``--log-level`` and
+also for a file that exists, without ``--force``). ``vyre-async serve CONFIG`` serves
+queries over HTTP (see ``vyre_async.serve``). ``--log-level`` and
 ``--log-format`` go before or after the command; ``--log-level`` sets the console's
 level, a run's ``log.jsonl`` keeps the job file's. Errors print their message (with
 its ``Fix:``), never a traceback.
@@ -53,6 +54,7 @@ from .jobs import (
     verify_output,
 )
 from .logging import configure_logging
+from .serve import serve_command
 from .telemetry import StartupTimeline
 
 
@@ -357,9 +359,25 @@ def _main(argv: Sequence[str] | None) -> int:
     verify.add_argument("folder", metavar="RUN", help="the output folder of a job")
     _add_manifest_key_option(verify)
     verify.add_argument("--json", action="store_true", help="print the report as JSON")
+    serve = commands.add_parser(
+        "serve",
+        help="serve queries over HTTP from a serve config (needs the serve extra)",
+        parents=[logging_options],
+    )
+    serve.add_argument("config", metavar="CONFIG", help="a .toml, .json, .yaml or .yml config")
+    serve.add_argument("--host", metavar="HOST", help="override [server] host")
+    serve.add_argument("--port", type=_port, metavar="N", help="override [server] port (0: free)")
     args = parser.parse_args(argv)
     if args.command == "run":
         return _run(args)
+    if args.command == "serve":
+        return serve_command(
+            args.config,
+            host=args.host,
+            port=args.port,
+            log_format=args.log_format,
+            log_level=args.log_level,
+        )
     configure_logging(args.log_format or "console", level=args.log_level or "warning")
     if args.command == "validate":
         return _validate(args.files)

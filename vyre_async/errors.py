@@ -21,6 +21,7 @@ __all__ = [
     "LifecycleError",
     "OutOfMemoryError",
     "QueueFullError",
+    "QueueTimeoutError",
     "UnsupportedFeatureError",
     "ValidationError",
     "VyreError",
@@ -122,6 +123,12 @@ class QueueFullError(DispatchError):
     """A bounded queue that rejects when full (rather than blocking) refused a request."""
 
     code: ClassVar[int] = 61
+
+
+class QueueTimeoutError(DispatchError):
+    """A request's queue timeout passed before a batch took it (nothing of it ran)."""
+
+    code: ClassVar[int] = 62
 
 
 class UnsupportedFeatureError(VyreError):

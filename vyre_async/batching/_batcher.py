@@ -34,7 +34,14 @@ import anyio
 from anyio.abc import TaskGroup, TaskStatus
 
 from .._lifecycle import Lifecycle, LifecycleState
-from ..errors import DispatchError, LifecycleError, QueueFullError, ValidationError, VyreError
+from ..errors import (
+    DispatchError,
+    LifecycleError,
+    QueueFullError,
+    QueueTimeoutError,
+    ValidationError,
+    VyreError,
+)
 from ._queue import AdmissionGate, Group, Phase, Ticket
 from ._stats import BatchCounters, BatcherStats
 
@@ -205,8 +212,10 @@ class DynamicBatcher(Lifecycle, Generic[Req, Res]):
             The executor's result for this request.
 
         Raises:
-            DispatchError: The timeout passed before a batch took the request, or
-                its batch failed (a :class:`VyreError` from the executor keeps its class).
+            QueueTimeoutError: The timeout passed before a batch took the request (a
+                :class:`DispatchError`).
+            DispatchError: Its batch failed (a :class:`VyreError` from the executor
+                keeps its class).
             QueueFullError: The queue was full and ``reject_when_full`` is set.
             LifecycleError: The batcher is not running, or it closed or stopped
                 before the request ran.
@@ -280,7 +289,7 @@ class DynamicBatcher(Lifecycle, Generic[Req, Res]):
             self._check_open()
         if not entered:
             self._counters.timed_out += 1
-            raise DispatchError(
+            raise QueueTimeoutError(
                 f"request timed out after {timeout_s:g} s waiting for room in the "
                 f"{self._name}'s full queue ({self._queue_size} requests)",
                 fix="raise queue_timeout or queue_size, or submit fewer requests at once.",
@@ -324,7 +333,7 @@ class DynamicBatcher(Lifecycle, Generic[Req, Res]):
         if ticket.phase is Phase.QUEUED:
             self._withdraw(ticket)
             self._counters.timed_out += 1
-            raise DispatchError(
+            raise QueueTimeoutError(
                 f"request timed out after {timeout_s:g} s in the {self._name}'s queue "
                 f"before any batch took it ({self._queued} requests still queued)",
                 fix="raise queue_timeout, submit fewer requests at once, or make the "

@@ -17,6 +17,7 @@ attempts, commits, signals, progress, metrics).
 """
 
 from .graph import graph_loads as graph_loads
+from .graph import prepare_graph as prepare_graph
 from .output import ExportedRecords as ExportedRecords
 from .output import ItemArrays as ItemArrays
 from .output import ItemRecord as ItemRecord
@@ -58,6 +59,7 @@ from .spec import LoggingSection as LoggingSection
 from .spec import OutputSection as OutputSection
 from .spec import RandomSources as RandomSources
 from .spec import WorkloadSection as WorkloadSection
+from .spec import load_config as load_config
 from .spec import load_job as load_job
 
 __all__ = [
@@ -93,10 +95,12 @@ __all__ = [
     "exiting_at_once_on_signals",
     "export_records",
     "graph_loads",
+    "load_config",
     "load_job",
     "load_manifest_key",
     "missing_device_reason",
     "open_item_arrays",
+    "prepare_graph",
     "read_item_array",
     "read_records",
     "register_executor",

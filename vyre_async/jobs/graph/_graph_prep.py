@@ -24,9 +24,9 @@ from ...errors import VyreError
 from ...graphs import CsrGraph, RmatParams, rmat, rmat_params, with_uniform_weights
 from ...logging import get_logger
 from ...telemetry import startup_stage
-from ..spec import JobSpec
+from ..spec import GraphSection, JobSpec
 from ._graph_cache import load_cached_rmat, save_cached_rmat
-from ._graph_source import load_job_graph
+from ._graph_source import load_section_graph, memory_limit
 
 _log = get_logger("vyre_async.jobs")
 
@@ -58,12 +58,51 @@ async def prepare_job_graph(
         ConfigurationError: The graph file cannot be read.
         ValidationError: The graph file or the R-MAT parameters are invalid.
     """
+    return await prepare_graph(
+        spec.graph,
+        job_file,
+        f"{job_file}: $.graph",
+        backend,
+        devices,
+        background,
+        memory_limit=memory_limit(spec),
+    )
+
+
+async def prepare_graph(
+    section: GraphSection,
+    config_file: Path,
+    where: str,
+    backend: BackendKind,
+    devices: DeviceSelector,
+    background: anyio.abc.TaskGroup,
+    *,
+    memory_limit: int | None = None,
+) -> CsrGraph:
+    """A ``[graph]`` section's graph, prepared as a job's is (see the module docstring).
+
+    Args:
+        section: The section (of a job file, or of another config file).
+        config_file: The file that holds it (relative graph paths start at its folder).
+        where: The section's place, for messages (``"serve.toml: $.graphs[0].graph"``).
+        backend: The backend kind the graph will be used on (``"cpu"`` never opens a
+            device here).
+        devices: The devices it will be used on; a device build runs on the first.
+        background: Where the cache write runs meanwhile.
+        memory_limit: Host bytes a graph read from a file may need (``None``: what the
+            machine has).
+
+    Raises:
+        ConfigurationError: The graph file cannot be read.
+        ValidationError: The graph file or the R-MAT parameters are invalid.
+    """
     started = time.perf_counter()
     began = time.monotonic()  # the start-up timeline's clock
     origin: GraphOrigin = "file"
-    section = spec.graph
     if section.kind != "rmat" or section.scale is None:
-        graph = await anyio.to_thread.run_sync(load_job_graph, spec, job_file)
+        graph = await anyio.to_thread.run_sync(
+            load_section_graph, section, config_file, where, memory_limit
+        )
     else:
         params = rmat_params(section.scale, section.edge_factor, section.seed)
         cached = None

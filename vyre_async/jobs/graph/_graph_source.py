@@ -23,7 +23,7 @@ from ...graphs import (
     load_npz,
     rmat,
 )
-from ..spec import JobSpec
+from ..spec import GraphSection, JobSpec
 from ._graph_digest import graph_file_sha256
 from ._graph_files import load_scipy_npz_graph, load_table_graph
 
@@ -32,7 +32,8 @@ _loads_lock = threading.Lock()
 
 
 def graph_loads() -> int:
-    """Calls of :func:`load_job_graph` in this process so far."""
+    """Graphs :func:`load_job_graph` (or :func:`load_section_graph`) loaded or
+    generated in this process so far."""
     return _loads
 
 
@@ -66,10 +67,16 @@ def job_fingerprint(spec: JobSpec, job_file: Path) -> str:
 def graph_path(spec: JobSpec, job_file: Path) -> tuple[Path, bool] | None:
     """The graph file (relative paths start at the job file's folder) and whether it
     lies inside that folder; ``None`` for a generated graph."""
-    if spec.graph.path is None:
+    return section_path(spec.graph, job_file)
+
+
+def section_path(section: GraphSection, config_file: Path) -> tuple[Path, bool] | None:
+    """A ``[graph]`` section's file (relative paths start at the config file's folder)
+    and whether it lies inside that folder; ``None`` for a generated graph."""
+    if section.path is None:
         return None
-    base = job_file.resolve().parent
-    path = base / spec.graph.path
+    base = config_file.resolve().parent
+    path = base / section.path
     try:
         inside = path.resolve().is_relative_to(base)
     except (OSError, RuntimeError):  # a symlink loop: not readable anyway
@@ -85,20 +92,33 @@ def memory_limit(spec: JobSpec) -> int | None:
 
 def load_job_graph(spec: JobSpec, job_file: Path) -> CsrGraph:
     """The job's graph: generated, or read from the file its path names (blocking)."""
+    return load_section_graph(spec.graph, job_file, f"{job_file}: $.graph", memory_limit(spec))
+
+
+def load_section_graph(
+    graph: GraphSection, config_file: Path, where: str, limit: int | None
+) -> CsrGraph:
+    """A ``[graph]`` section's graph: generated, or read from the file its path names,
+    relative to ``config_file``'s folder (blocking).
+
+    Args:
+        graph: The section.
+        config_file: The file that holds it.
+        where: The section's place, for messages (``"job.toml: $.graph"``).
+        limit: Host bytes the graph may need (``None``: what the machine has).
+    """
     global _loads
     with _loads_lock:  # it runs in worker threads
         _loads += 1
-    graph = spec.graph
     if graph.kind == "rmat":
         if graph.scale is None:  # the spec's rules make this unreachable
-            raise ConfigurationError(f"{job_file}: $.graph.scale is missing", fix="set scale.")
+            raise ConfigurationError(f"{where}.scale is missing", fix="set scale.")
         return rmat(graph.scale, graph.edge_factor, graph.seed, weights=graph.weights)
-    where = graph_path(spec, job_file)
-    if where is None:
-        raise ConfigurationError(f"{job_file}: $.graph.path is missing", fix="set path.")
-    # Files outside the job's folder are read, but errors quote none of their lines.
-    path, inside = where
-    limit = memory_limit(spec)
+    found = section_path(graph, config_file)
+    if found is None:
+        raise ConfigurationError(f"{where}.path is missing", fix="set path.")
+    # Files outside the config's folder are read, but errors quote none of their lines.
+    path, inside = found
     if graph.kind == "mtx":
         return load_matrix_market(
             path, symmetric=graph.symmetric, memory_limit=limit, quote_lines=inside
@@ -106,9 +126,7 @@ def load_job_graph(spec: JobSpec, job_file: Path) -> CsrGraph:
     if graph.kind == "npz":
         return load_npz(path, memory_limit=limit, quote_lines=inside)
     if graph.kind == "scipy_npz":
-        return load_scipy_npz_graph(
-            path, graph, f"{job_file}: $.graph", memory_limit=limit, quote_lines=inside
-        )
+        return load_scipy_npz_graph(path, graph, where, memory_limit=limit, quote_lines=inside)
     if graph.kind == "table":
-        return load_table_graph(path, graph, f"{job_file}: $.graph")
+        return load_table_graph(path, graph, where)
     return load_edge_list(path, symmetric=graph.symmetric, memory_limit=limit, quote_lines=inside)

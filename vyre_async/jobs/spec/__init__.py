@@ -4,6 +4,7 @@ The other stages of a job (its graph, the run, the output folder) import from he
 never from the modules below.
 """
 
+from ._load import load_config as load_config
 from ._load import load_job as load_job
 from ._sources_file import resolve_sources as resolve_sources
 from ._spec import BatchingSection as BatchingSection
@@ -26,6 +27,7 @@ __all__ = [
     "OutputSection",
     "RandomSources",
     "WorkloadSection",
+    "load_config",
     "load_job",
     "resolve_sources",
 ]

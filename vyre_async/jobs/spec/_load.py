@@ -1,4 +1,5 @@
-"""Reading a job file: TOML, JSON or YAML by extension, into a :class:`JobSpec`.
+"""Reading a job file: TOML, JSON or YAML by extension, into a :class:`JobSpec`
+(:func:`load_job`); :func:`load_config` reads other config files the same way.
 
 Every way a file can be wrong (unreadable, not a regular file, too large, nested
 too deep, not TOML/JSON/YAML, a repeated key, a wrong type, an unknown field, a
@@ -16,7 +17,7 @@ import re
 import sys
 import tomllib
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
 import numpy as np
@@ -33,6 +34,8 @@ from ._decode_bounds import (
 from ._document_errors import document_errors
 from ._sources_file import resolve_sources
 from ._spec import JobSpec
+
+S = TypeVar("S", bound=msgspec.Struct)
 
 SUFFIXES = {".toml": "toml", ".json": "json", ".yaml": "yaml", ".yml": "yaml"}
 #: Largest job file read: room for about a million listed sources.
@@ -60,21 +63,44 @@ def load_job(path: str | Path) -> JobSpec:
     Raises:
         ConfigurationError: The file cannot be read or does not describe a valid job.
     """
+    spec = load_config(path, JobSpec)
+    return resolve_sources(spec, Path(path))  # sources listed in a .npy or text file
+
+
+def load_config(path: str | Path, root: type[S], *, noun: str = "job file") -> S:
+    """Decode and check a config file as a ``root`` struct, as :func:`load_job` does.
+
+    Other config files (``vyre-async serve``'s) are read with the same bounds and get
+    the same errors: the file and the path inside it, every error one per line.
+
+    Args:
+        path: A ``.toml``, ``.json``, ``.yaml`` or ``.yml`` file (a regular file of
+            at most :data:`MAX_JOB_FILE_BYTES`).
+        root: The frozen msgspec struct the whole file decodes into.
+        noun: What messages call the file.
+
+    Returns:
+        The decoded struct.
+
+    Raises:
+        ConfigurationError: The file cannot be read or does not decode into ``root``.
+    """
     file = Path(path)
     kind = SUFFIXES.get(file.suffix.lower())
     if kind is None:
         raise ConfigurationError(
-            f"{file}: unknown job file type {file.suffix or '(no extension)'!r}",
+            f"{file}: unknown {noun} type {file.suffix or '(no extension)'!r}",
             fix="name the file .toml, .json, .yaml or .yml.",
         )
     try:
         data = read_regular(file, MAX_JOB_FILE_BYTES)
     except FileTooLargeError:
         raise ConfigurationError(
-            f"{file}: a job file may hold at most {MAX_JOB_FILE_BYTES:,} bytes; this one "
-            "holds more",
+            f"{file}: a {noun} may hold at most {MAX_JOB_FILE_BYTES:,} bytes; this one holds more",
             fix="draw many sources with sources = { random = N, seed = S } instead of "
-            "listing them, or split the job.",
+            "listing them, or split the job."
+            if root is JobSpec
+            else f"a {noun} holds a few sections; check that this is the right file.",
         ) from None
     except (NotRegularFileError, OSError, ValueError) as exc:
         reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
@@ -93,7 +119,7 @@ def load_job(path: str | Path) -> JobSpec:
         else:
             _check_yaml(file, data)
         try:
-            spec = _decode(file, kind, data, JobSpec)
+            decoded: S = _decode(file, kind, data, root)
         except msgspec.ValidationError as exc:
             # msgspec stops at the first error; the walk finds them all, where the file
             # decodes as plain values (an integer too long for Python does not).
@@ -101,13 +127,13 @@ def load_job(path: str | Path) -> JobSpec:
                 document = _decode(file, kind, data, Any)
             except msgspec.DecodeError:
                 raise _not_a_job(file, [str(exc)]) from None
-            raise _not_a_job(file, document_errors(document, JobSpec, str(exc))) from None
+            raise _not_a_job(file, document_errors(document, root, str(exc))) from None
     except _syntax_errors() as exc:
         raise ConfigurationError(
             f"{file}: not valid {kind.upper()}: {_short(str(exc))}",
             fix=f"fix the {kind.upper()} syntax at the place named.",
         ) from None
-    return resolve_sources(spec, file)  # sources listed in a .npy or text file
+    return decoded
 
 
 def _decode_toml(file: Path, data: bytes) -> Any:
