@@ -22,7 +22,15 @@ import numpy as np
 
 from ...backends import ResidentBuffer
 from ...errors import ValidationError
-from .._kind import DEFAULT_QUERY_BUDGET, Params, QueryKind, RecordField, Replica, Summary
+from .._kind import (
+    DEFAULT_QUERY_BUDGET,
+    Params,
+    Partition,
+    QueryKind,
+    RecordField,
+    Replica,
+    Summary,
+)
 from ..msbfs import (
     MSBFS_LANES_PER_WORD,
     MSBFS_MAX_WORDS,
@@ -30,7 +38,9 @@ from ..msbfs import (
     MultiSourceTraversal,
     ScratchShape,
     allocate_scratch,
+    check_parted_readback,
     lane_chunks,
+    run_parted_traversals,
 )
 from ._compact import CompactScratch, check_vertex_out, compact_buffer_sizes, deliver_reached
 from ._parents import ParentsScratch, traverse_with_parents
@@ -184,6 +194,31 @@ class _Traversal(QueryKind[Any]):
             return np.array([answer], np.int32) if readback == "counts" else answer[None, :]
         return await _many(
             replica, sources, max_level, readback, self.targets(params), budget_bytes
+        )
+
+    async def run_partitioned(
+        self,
+        partition: Partition,
+        params: Any,
+        sources: np.ndarray | None,
+        budget_bytes: int | None = None,
+    ) -> np.ndarray:
+        """One row per source on a graph split over several devices: levels ``(n, V)``
+        or counts ``(n,)``, as :meth:`run_many` gives them; every query (a lone one too)
+        runs as a partitioned multi-source traversal.
+
+        Raises:
+            UnsupportedFeatureError: A ``"targets"`` or ``"parents"`` readback.
+        """
+        if sources is None:
+            raise ValueError(f"a {self.name!r} query needs a source")
+        readback = check_parted_readback(self.readback(params))
+        return await run_parted_traversals(
+            partition,
+            sources,
+            max_level=self.max_level(params),
+            readback=readback,
+            budget_bytes=budget_bytes,
         )
 
     async def unpack(self, params: Any, row: np.ndarray) -> Any:
