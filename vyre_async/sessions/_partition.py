@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
 from typing import Any, TypeVar
 
 import anyio
+
 from .._groups import sole_vyre_error
 from ..algorithms import PartScratch, RunMeasure
 from ..algorithms.msbfs import minimal_parted_bytes, minimal_replica_bytes
@@ -268,4 +269,3 @@ class GraphPartition:
                     await backend.settle(owned)
                     for buffer in owned:
                         await backend.free(buffer)
-
