@@ -1,0 +1,284 @@
+"""A graph split over the devices of a group: placement, and traversals on the split
+graph (CPU backends as the group's devices) against SciPy."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from importlib import resources
+
+import numpy as np
+import pytest
+from graph_references import scipy_levels
+from kernel_builds import assert_builds_cleanly
+
+import vyre_async as va
+from vyre_async.algorithms.bfs import KhopParams
+from vyre_async.algorithms.msbfs import (
+    MSBFS_PART_KERNELS,
+    _part_layout,
+    minimal_parted_bytes,
+    minimal_replica_bytes,
+    run_parted_traversals,
+)
+from vyre_async.backends import choose_placement
+from vyre_async.errors import (
+    ConfigurationError,
+    OutOfMemoryError,
+    UnsupportedFeatureError,
+    ValidationError,
+)
+from vyre_async.graphs import CsrGraph, VertexRanges, part_graph_bytes, replica_graph_bytes
+from vyre_async.kernels import Kernel
+from vyre_async.testing import capture_logs
+
+
+def _random(rng: np.random.Generator, n: int, m: int, symmetric: bool) -> CsrGraph:
+    return CsrGraph.from_edges(rng.integers(0, n, m), rng.integers(0, n, m), n, symmetric=symmetric)
+
+
+def _last_range_without_edges(rng: np.random.Generator) -> CsrGraph:
+    """301 vertices; edges only among the first 150: over three devices, the third
+    device's range (vertices 202..300) holds no edge at all."""
+    return CsrGraph.from_edges(rng.integers(0, 150, 600), rng.integers(0, 150, 600), 301)
+
+
+def _self_loops_and_islands(rng: np.random.Generator) -> CsrGraph:
+    n = 211
+    loops = np.arange(0, n, 3)
+    src = np.concatenate([loops, rng.integers(0, 100, 300), rng.integers(120, n, 200)])
+    dst = np.concatenate([loops, rng.integers(0, 100, 300), rng.integers(120, n, 200)])
+    return CsrGraph.from_edges(src, dst, n)
+
+
+def _long_path(rng: np.random.Generator) -> CsrGraph:
+    n = 257
+    order = rng.permutation(n)
+    return CsrGraph.from_edges(order[:-1], order[1:], n, symmetric=True)
+
+
+#: name -> a fresh random graph; vertex counts none of which 2 or 3 divides evenly
+#: but one (so some last range is shorter), a range without edges, loops, islands.
+SHAPES: dict[str, Callable[[np.random.Generator], CsrGraph]] = {
+    "random_directed": lambda rng: _random(rng, 499, 1500, symmetric=False),
+    "random_symmetric": lambda rng: _random(rng, 700, 2100, symmetric=True),
+    "last_range_without_edges": _last_range_without_edges,
+    "self_loops_and_islands": _self_loops_and_islands,
+    "long_path": _long_path,
+}
+
+
+def split_limit(graph: CsrGraph, devices: int) -> int:
+    """A per-device budget that the largest part fits and a whole copy does not."""
+    ranges = VertexRanges(graph.num_vertices, devices)
+    parts = part_graph_bytes(graph, ranges)
+    need = max(b + minimal_parted_bytes(ranges, d) for d, b in enumerate(parts))
+    replica = replica_graph_bytes(graph) + minimal_replica_bytes(graph.num_vertices)
+    assert need < replica, "the graph is too small to split"
+    return need
+
+
+def reference_rows(graph: CsrGraph, sources: np.ndarray) -> np.ndarray:
+    return np.stack([scipy_levels(graph, int(s)) for s in sources])
+
+
+# ------------------------------------------------------------------------- kernels
+@pytest.mark.usefixtures("private_kernel_cache")
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+@pytest.mark.parametrize("kernel", MSBFS_PART_KERNELS, ids=lambda k: k.name)
+def test_partitioned_kernel_compiles_without_warnings(kernel: Kernel, arch: str) -> None:
+    """Each partitioned-traversal kernel builds to a CUBIN with NVRTC, without warnings."""
+    assert_builds_cleanly(kernel, arch)
+
+
+def test_partitioned_define_header_states_the_python_constants() -> None:
+    """The partitioned kernels' #define header and the Python layout agree, name for name."""
+    text = (
+        resources.files("vyre_async.algorithms.msbfs")
+        .joinpath("msbfs_part_defines.cuh")
+        .read_text("utf-8")
+    )
+    stated = dict(re.findall(r"^#define (\w+) (\S+)$", text, re.MULTILINE))
+    assert stated == {name: str(value) for name, value in _part_layout.PART_CUDA_DEFINES.items()}
+
+
+# ----------------------------------------------------------------------- placement
+def test_placement_replicates_while_a_copy_fits_every_budget() -> None:
+    """A copy within the smallest budget is replicated."""
+    placement = choose_placement([1000, 900], 900, [500, 480])
+    assert placement.mode == "replicate"
+    assert "900 bytes" in placement.reason
+
+
+def test_placement_partitions_when_a_copy_exceeds_a_budget() -> None:
+    """A copy over one device's budget, parts within every budget: partitioned."""
+    placement = choose_placement([1000, 800], 900, [500, 480])
+    assert placement.mode == "partition"
+    assert "device 1" in placement.reason
+
+
+def test_placement_refuses_a_part_over_its_budget_with_a_fix() -> None:
+    """Neither fits: OutOfMemoryError naming the device and a fix."""
+    with pytest.raises(OutOfMemoryError, match="device 1's part") as caught:
+        choose_placement([1000, 400], 1200, [500, 480])
+    assert "Fix:" in str(caught.value)
+
+
+@pytest.mark.parametrize("limit", [0, -5, 1.5, "1GiB", [], [100, 0], True])
+async def test_bad_memory_limit_is_a_configuration_error(limit: object) -> None:
+    """A memory_limit that is no positive byte count is refused before anything opens."""
+    with pytest.raises(ConfigurationError, match="Fix:"):
+        async with va.open_devices("cpu", devices=[0, 1], memory_limit=limit):  # type: ignore[arg-type]
+            pass
+
+
+async def test_memory_limit_list_of_the_wrong_length_is_refused() -> None:
+    """One budget per device: a list of another length is a ConfigurationError."""
+    with pytest.raises(ConfigurationError, match="2 budgets for 3 devices"):
+        async with va.open_devices("cpu", devices=[0, 1, 2], memory_limit=[10**6, 10**6]):
+            pass
+
+
+async def test_group_without_memory_limit_replicates(rng: np.random.Generator) -> None:
+    """Each device's free memory holds a small graph: it is replicated, and the log says why."""
+    graph = _random(rng, 300, 900, symmetric=False)
+    with capture_logs() as logs:
+        async with (
+            va.open_devices("cpu", devices=[0, 1]) as group,
+            va.resident_graph(group, graph) as session,
+        ):
+            assert session.placement is not None
+            assert session.placement.mode == "replicate"
+            copies = session.device_graph_bytes
+    assert copies[0] == copies[1] == replica_graph_bytes(graph)
+    placed = [e for e in logs if e["event"] == "graph_placed"]
+    assert placed and placed[0]["placement"] == "replicate" and placed[0]["reason"]
+
+
+async def test_memory_limit_forces_a_split_and_the_log_says_why(rng: np.random.Generator) -> None:
+    """A budget below a copy splits the graph; each device holds about half of it."""
+    graph = _random(rng, 4000, 16000, symmetric=False)
+    with capture_logs() as logs:
+        async with (
+            va.open_devices("cpu", devices=[0, 1], memory_limit=split_limit(graph, 2)) as group,
+            va.resident_graph(group, graph) as session,
+        ):
+            assert session.placement is not None
+            assert session.placement.mode == "partition"
+            parts = session.device_graph_bytes
+    assert len(parts) == 2
+    assert max(parts) <= 0.55 * replica_graph_bytes(graph)
+    placed = [e for e in logs if e["event"] == "graph_placed"]
+    assert placed and placed[0]["placement"] == "partition"
+    assert "more than device" in placed[0]["reason"]
+
+
+async def test_budget_below_every_part_is_out_of_memory_with_a_fix(
+    rng: np.random.Generator,
+) -> None:
+    """A budget no part fits: the session does not open, OutOfMemoryError says how to fix it."""
+    graph = _random(rng, 600, 3000, symmetric=False)
+    async with va.open_devices("cpu", devices=[0, 1], memory_limit=1000) as group:
+        with pytest.raises(OutOfMemoryError, match="fits neither") as caught:
+            async with va.resident_graph(group, graph):
+                pass
+        assert "Fix:" in str(caught.value)
+
+
+# ------------------------------------------------------------ traversals, split
+@pytest.mark.parametrize("devices", [2, 3])
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+async def test_split_bfs_many_levels_and_counts_equal_scipy(
+    shape: str, devices: int, rng: np.random.Generator
+) -> None:
+    """bfs_many on a split graph: every level, and every reached count, equal SciPy's."""
+    graph = SHAPES[shape](rng)
+    sources = rng.integers(0, graph.num_vertices, 70).astype(np.int32)
+    expected = reference_rows(graph, sources)
+    limit = split_limit(graph, devices)
+    async with (
+        va.open_devices("cpu", devices=list(range(devices)), memory_limit=limit) as group,
+        va.resident_graph(group, graph) as session,
+    ):
+        assert session.placement is not None and session.placement.mode == "partition"
+        levels = await session.bfs_many(sources)
+        counts = await session.bfs_many(sources, readback="counts")
+    np.testing.assert_array_equal(levels, expected)
+    np.testing.assert_array_equal(counts, (expected >= 0).sum(axis=1))
+
+
+@pytest.mark.parametrize("shape", ["random_directed", "last_range_without_edges"])
+async def test_split_single_queries_equal_scipy(shape: str, rng: np.random.Generator) -> None:
+    """bfs, reach_count and khop of one source on a split graph equal SciPy's answers."""
+    graph = SHAPES[shape](rng)
+    source = int(rng.integers(0, 150))
+    expected = scipy_levels(graph, source)
+    async with (
+        va.open_devices("cpu", devices=[0, 1, 2], memory_limit=split_limit(graph, 3)) as group,
+        va.resident_graph(group, graph) as session,
+    ):
+        levels = await session.bfs(source)
+        into = np.full(graph.num_vertices, -7, np.int32)
+        written = await session.bfs(source, out=into)
+        reached = await session.reach_count(source)
+        within = await session.khop(source, 2)
+        by_query = await session.query("khop", source, KhopParams(k=3, readback="levels"))
+    np.testing.assert_array_equal(levels, expected)
+    assert written is into
+    np.testing.assert_array_equal(into, expected)
+    assert reached == int((expected >= 0).sum())
+    np.testing.assert_array_equal(within, np.flatnonzero((expected >= 0) & (expected <= 2)))
+    np.testing.assert_array_equal(by_query, np.flatnonzero((expected >= 0) & (expected <= 3)))
+
+
+@pytest.mark.parametrize("direction", ["top_down", "bottom_up", "auto"])
+async def test_every_level_in_one_direction_equals_scipy(
+    direction: str, rng: np.random.Generator
+) -> None:
+    """Levels forced top-down (outboxes to owners) or bottom-up (frontier all-gathered)
+    on every level, and chosen by frontier size, all equal SciPy."""
+    graph = _random(rng, 601, 2400, symmetric=False)
+    sources = rng.integers(0, graph.num_vertices, 130).astype(np.int32)
+    async with (
+        va.open_devices("cpu", devices=[0, 1, 2], memory_limit=split_limit(graph, 3)) as group,
+        va.resident_graph(group, graph) as session,
+    ):
+        partition = session._partition
+        assert partition is not None
+        rows = await run_parted_traversals(
+            partition,
+            sources,
+            max_level=2**31 - 1,
+            readback="levels",
+            direction=direction,  # type: ignore[arg-type]
+        )
+    np.testing.assert_array_equal(rows, reference_rows(graph, sources))
+
+
+async def test_many_sources_run_in_passes_that_fit_the_budget(rng: np.random.Generator) -> None:
+    """More sources than one pass's lanes (a small budget): passes, rows in order."""
+    graph = _random(rng, 401, 1600, symmetric=True)
+    sources = rng.integers(0, graph.num_vertices, 200).astype(np.int32)
+    async with (
+        va.open_devices("cpu", devices=[0, 1], memory_limit=split_limit(graph, 2)) as group,
+        va.resident_graph(group, graph) as session,
+    ):
+        rows = await session.bfs_many(sources, budget_bytes=1)
+    np.testing.assert_array_equal(rows, reference_rows(graph, sources))
+
+
+async def test_a_kind_without_a_split_run_is_refused_with_a_fix(
+    rng: np.random.Generator,
+) -> None:
+    """PageRank and a 'targets' readback on a split graph: UnsupportedFeatureError, Fix."""
+    graph = _random(rng, 500, 2000, symmetric=False)
+    async with (
+        va.open_devices("cpu", devices=[0, 1], memory_limit=split_limit(graph, 2)) as group,
+        va.resident_graph(group, graph) as session,
+    ):
+        with pytest.raises(UnsupportedFeatureError, match="Fix:"):
+            await session.pagerank()
+        with pytest.raises(UnsupportedFeatureError, match="'targets' readback"):
+            await session.bfs_many([0, 1], readback="targets", targets=[2])
+        with pytest.raises(ValidationError, match="out of range"):
+            await session.bfs(graph.num_vertices)
