@@ -152,7 +152,9 @@ async def test_group_without_memory_limit_replicates(rng: np.random.Generator) -
             copies = session.device_graph_bytes
     assert copies[0] == copies[1] == replica_graph_bytes(graph)
     placed = [e for e in logs if e["event"] == "graph_placed"]
-    assert placed and placed[0]["placement"] == "replicate" and placed[0]["reason"]
+    assert placed
+    assert placed[0]["placement"] == "replicate"
+    assert placed[0]["reason"]
 
 
 async def test_memory_limit_forces_a_split_and_the_log_says_why(rng: np.random.Generator) -> None:
@@ -169,7 +171,8 @@ async def test_memory_limit_forces_a_split_and_the_log_says_why(rng: np.random.G
     assert len(parts) == 2
     assert max(parts) <= 0.55 * replica_graph_bytes(graph)
     placed = [e for e in logs if e["event"] == "graph_placed"]
-    assert placed and placed[0]["placement"] == "partition"
+    assert placed
+    assert placed[0]["placement"] == "partition"
     assert "more than device" in placed[0]["reason"]
 
 
@@ -200,7 +203,8 @@ async def test_split_bfs_many_levels_and_counts_equal_scipy(
         va.open_devices("cpu", devices=list(range(devices)), memory_limit=limit) as group,
         va.resident_graph(group, graph) as session,
     ):
-        assert session.placement is not None and session.placement.mode == "partition"
+        assert session.placement is not None
+        assert session.placement.mode == "partition"
         levels = await session.bfs_many(sources)
         counts = await session.bfs_many(sources, readback="counts")
     np.testing.assert_array_equal(levels, expected)

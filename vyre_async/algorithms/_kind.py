@@ -319,6 +319,18 @@ class QueryKind(ABC, Generic[P]):
         """A lone caller's answer from its row of a batch (default: the row itself)."""
         return row
 
+    def replica_scratch_bytes(self, num_vertices: int) -> int:
+        """Device bytes the smallest run of this kind needs on a whole copy of a graph
+        of ``num_vertices``, besides the copy: what placing a graph on a device group
+        leaves free on every device for it (default 0)."""
+        return 0
+
+    def part_scratch_bytes(self, ranges: VertexRanges, part: int) -> int:
+        """Device bytes the smallest run of this kind on a split graph needs on device
+        ``part``, besides its part (default 0: a kind that cannot run on a split graph
+        needs none)."""
+        return 0
+
     async def run_partitioned(
         self,
         partition: Partition,

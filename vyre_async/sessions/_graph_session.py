@@ -309,6 +309,9 @@ class ResidentGraphSession(BatchedQueries, AsyncLifecycle):
         if not len(array):
             return unit.no_rows(checked, self._graph.num_vertices)
         if self._partition is not None:
+            # budget_bytes counts the graph; a split run's budget is besides its part.
+            if budget_bytes is not None:
+                budget_bytes = max(1, budget_bytes - max(self._partition.graph_bytes))
             rows: np.ndarray = await unit.run_partitioned(
                 self._partition, checked, array, budget_bytes
             )

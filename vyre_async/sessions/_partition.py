@@ -19,8 +19,7 @@ from typing import Any, TypeVar
 import anyio
 
 from .._groups import sole_vyre_error
-from ..algorithms import PartScratch, RunMeasure
-from ..algorithms.msbfs import minimal_parted_bytes, minimal_replica_bytes
+from ..algorithms import PartScratch, RunMeasure, query_kinds
 from ..backends import (
     Backend,
     DeviceGroup,
@@ -45,12 +44,17 @@ IDLE_PER_KEY = 4
 
 
 def _needs(graph: CsrGraph, parts: int) -> tuple[int, list[int]]:
-    """What a whole copy needs and what each part needs, scratch included (reads the
-    graph's transpose for a directed graph: call it off the event loop)."""
+    """What a whole copy needs and what each part needs, with the smallest scratch
+    any registered kind's run needs there (reads the graph's transpose for a directed
+    graph: call it off the event loop)."""
     ranges = VertexRanges(graph.num_vertices, parts)
-    replica = replica_graph_bytes(graph) + minimal_replica_bytes(graph.num_vertices)
+    kinds = list(query_kinds())
+    n = graph.num_vertices
+    replica = replica_graph_bytes(graph) + max(k.replica_scratch_bytes(n) for k in kinds)
     each = part_graph_bytes(graph, ranges)
-    return replica, [b + minimal_parted_bytes(ranges, d) for d, b in enumerate(each)]
+    return replica, [
+        b + max(k.part_scratch_bytes(ranges, d) for k in kinds) for d, b in enumerate(each)
+    ]
 
 
 async def place_graph(group: DeviceGroup, graph: CsrGraph) -> Placement:

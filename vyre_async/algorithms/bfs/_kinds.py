@@ -22,6 +22,7 @@ import numpy as np
 
 from ...backends import ResidentBuffer
 from ...errors import ValidationError
+from ...graphs import VertexRanges
 from .._kind import (
     DEFAULT_QUERY_BUDGET,
     Params,
@@ -40,6 +41,8 @@ from ..msbfs import (
     allocate_scratch,
     check_parted_readback,
     lane_chunks,
+    minimal_parted_bytes,
+    minimal_replica_bytes,
     run_parted_traversals,
 )
 from ._compact import CompactScratch, check_vertex_out, compact_buffer_sizes, deliver_reached
@@ -195,6 +198,14 @@ class _Traversal(QueryKind[Any]):
         return await _many(
             replica, sources, max_level, readback, self.targets(params), budget_bytes
         )
+
+    def replica_scratch_bytes(self, num_vertices: int) -> int:
+        """The smallest multi-source traversal's bitsets (one lane word)."""
+        return minimal_replica_bytes(num_vertices)
+
+    def part_scratch_bytes(self, ranges: VertexRanges, part: int) -> int:
+        """The smallest partitioned traversal's buffers on ``part`` (one lane word)."""
+        return minimal_parted_bytes(ranges, part)
 
     async def run_partitioned(
         self,

@@ -452,8 +452,9 @@ class PartedTraversal:
         for d, (backend, mine) in enumerate(zip(self._backends, scratch.buffers, strict=True)):
             first, stop = ranges.bounds(d)
             if stop > first:
-                share = await backend.read(mine["levels"], 0, lanes * (stop - first))
-                rows[:, first:stop] = share.reshape(lanes, stop - first)[:count]
+                # Lane-major: the used lanes' rows are the buffer's first ones.
+                share = await backend.read(mine["levels"], 0, count * (stop - first))
+                rows[:, first:stop] = share.reshape(count, stop - first)
         return rows
 
 

@@ -1,0 +1,218 @@
+"""A graph split over two GPUs against one GPU holding all of it.
+
+R-MAT scale 24 (edge factor 16, symmetric, built on the device), in one run:
+
+- one GPU (``devices[0]``) holding the whole graph: a session on a group of one;
+- two GPUs (``devices``) each holding half: a session on a group of two whose
+  ``memory_limit`` (each device's budget) is below what a whole copy needs, so the
+  placement splits the graph (its reason is recorded);
+
+for single BFS (levels of one source, median over sources; the one-GPU session runs
+its single-source direction-optimizing traversal, the split one a partitioned
+traversal of one lane) and ``bfs_many`` of 1,024 sources (reach counts; throughput in
+queries per second, median over rounds). Results are checked equal between the two
+(levels of every single BFS, every count). Memory: each device's graph bytes over the
+whole copy's.
+
+Then a graph that does not fit one device's budget: the same budget given to a group of
+one device (placement is per group; one device cannot split) is compared against what
+a copy needs, and the split run above is what completes within it.
+
+Targets, as ratios in one run: split ``bfs_many`` >= 1.3x one GPU's throughput; split
+single BFS <= 1.5x one GPU's time; each device's graph memory <= 0.55x the copy's.
+
+Usage: ``python bench/partition.py --out results.json [--devices 0,1] [--scale 24]
+[--rounds 3] [--quick]`` (``--quick``: three CPU backends, a tiny graph).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import platform
+import statistics
+import sys
+import time
+from typing import Any
+
+import anyio
+import numpy as np
+from device_record import environment
+
+import vyre_async as va
+from vyre_async.algorithms.msbfs import minimal_parted_bytes, minimal_replica_bytes
+from vyre_async.algorithms.rmat import rmat_on_device
+from vyre_async.graphs import CsrGraph, VertexRanges, part_graph_bytes, replica_graph_bytes
+from vyre_async.graphs import rmat as host_rmat
+from vyre_async.graphs import rmat_params
+
+SEED = 20261128
+MANY = 1024
+SINGLES = 5
+#: Each device's bytes for one pass besides the graph: 1,024 lanes in one pass.
+PASS_BUDGET = 40 << 30
+
+
+def split_budget(graph: CsrGraph, devices: int) -> int:
+    """A per-device budget the largest part (with the smallest scratch) fits and a whole
+    copy (with its smallest scratch) does not: halfway between the two needs."""
+    ranges = VertexRanges(graph.num_vertices, devices)
+    parts = part_graph_bytes(graph, ranges)
+    part = max(b + minimal_parted_bytes(ranges, d) for d, b in enumerate(parts))
+    copy = replica_graph_bytes(graph) + minimal_replica_bytes(graph.num_vertices)
+    if part >= copy:
+        raise SystemExit(f"a part needs {part} bytes, a copy {copy}: too small to split")
+    return (part + copy) // 2
+
+
+async def measure(
+    session: va.ResidentGraphSession, singles: np.ndarray, many: np.ndarray, rounds: int
+) -> dict[str, Any]:
+    """Single BFS of each of ``singles`` and ``bfs_many`` of ``many`` (counts), timed."""
+    budget = max(session.device_graph_bytes) + PASS_BUDGET
+    await session.bfs(int(singles[0]))  # warm: kernels loaded, scratch pooled
+    await session.bfs_many(many[:64], readback="counts", budget_bytes=budget)
+    levels, single_s = [], []
+    for source in singles:
+        t0 = time.perf_counter()
+        levels.append(await session.bfs(int(source)))
+        single_s.append(time.perf_counter() - t0)
+    counts, many_s = None, []
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        counts = await session.bfs_many(many, readback="counts", budget_bytes=budget)
+        many_s.append(time.perf_counter() - t0)
+    return {
+        "levels": levels,
+        "counts": counts,
+        "single_bfs_s": single_s,
+        "single_bfs_median_s": statistics.median(single_s),
+        "bfs_many_s": many_s,
+        "bfs_many_median_s": statistics.median(many_s),
+        "bfs_many_queries_per_s": len(many) / statistics.median(many_s),
+        "device_graph_bytes": list(session.device_graph_bytes),
+        "placement": None if session.placement is None else session.placement.mode,
+        "placement_reason": None if session.placement is None else session.placement.reason,
+    }
+
+
+async def build_graph(kind: str, device: int, scale: int) -> tuple[CsrGraph, float]:
+    t0 = time.perf_counter()
+    if kind == "cpu":
+        graph = await anyio.to_thread.run_sync(lambda: host_rmat(scale, 16, seed=SEED))
+    else:
+        async with va.open_backend("cuda", device=device) as backend:
+            graph = await rmat_on_device(backend, rmat_params(scale, 16, seed=SEED))
+    return graph, time.perf_counter() - t0
+
+
+async def main_async(quick: bool, devices: list[int], scale: int, rounds: int) -> dict[str, Any]:
+    kind = "cpu" if quick else "cuda"
+    graph, built_s = await build_graph(kind, devices[0], scale)
+    rng = np.random.default_rng(SEED)
+    singles = rng.integers(0, graph.num_vertices, SINGLES).astype(np.int32)
+    many = rng.integers(0, graph.num_vertices, MANY).astype(np.int32)
+    limit = split_budget(graph, len(devices))
+    print(
+        f"graph: {graph.num_vertices} vertices, {graph.num_edges} edges, built in "
+        f"{built_s:.1f} s; budget per split device {limit} bytes",
+        flush=True,
+    )
+    async with va.open_devices(kind, devices=devices[:1]) as group:
+        async with va.resident_graph(group, graph) as session:
+            one = await measure(session, singles, many, rounds)
+        env = environment(group.backends[0])
+    print(f"one device: {_brief(one)}", flush=True)
+    async with (
+        va.open_devices(kind, devices=devices, memory_limit=limit) as group,
+        va.resident_graph(group, graph) as session,
+    ):
+        split = await measure(session, singles, many, rounds)
+    print(f"{len(devices)} devices: {_brief(split)}", flush=True)
+    if split["placement"] != "partition":
+        raise SystemExit(f"the graph was not split: {split['placement_reason']}")
+    for got, want in zip(split["levels"], one["levels"], strict=True):
+        if not np.array_equal(got, want):
+            raise SystemExit("a single BFS on the split graph differs from one device's")
+    if not np.array_equal(split["counts"], one["counts"]):
+        raise SystemExit("bfs_many counts on the split graph differ from one device's")
+    copy = replica_graph_bytes(graph)
+    ratios = {
+        "bfs_many_throughput_split_over_one": split["bfs_many_queries_per_s"]
+        / one["bfs_many_queries_per_s"],
+        "single_bfs_time_split_over_one": split["single_bfs_median_s"] / one["single_bfs_median_s"],
+        "device_graph_memory_split_over_copy": max(split["device_graph_bytes"]) / copy,
+    }
+    summary: dict[str, Any] = {
+        "benchmark": "partition",
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "python": platform.python_version(),
+        "backend": kind,
+        "devices": devices,
+        **env,
+        "graph": {
+            "kind": "rmat",
+            "scale": scale,
+            "edge_factor": 16,
+            "seed": SEED,
+            "vertices": graph.num_vertices,
+            "edges": graph.num_edges,
+            "build_s": built_s,
+            "copy_bytes": copy,
+        },
+        "budget_per_split_device": limit,
+        "does_not_fit_one_device_budget": copy > limit,
+        "one_device": {k: v for k, v in one.items() if k not in ("levels", "counts")},
+        "split": {k: v for k, v in split.items() if k not in ("levels", "counts")},
+        "results_equal": True,
+        "ratios": ratios,
+        "quick_cpu_smoke_run": quick,
+    }
+    summary["targets"] = {
+        "bfs_many_throughput_split_over_one": ">= 1.3",
+        "single_bfs_time_split_over_one": "<= 1.5",
+        "device_graph_memory_split_over_copy": "<= 0.55",
+        "does_not_fit_one_device_budget": "completes split",
+    }
+    summary["targets_met"] = {
+        "bfs_many_throughput_split_over_one": ratios["bfs_many_throughput_split_over_one"] >= 1.3,
+        "single_bfs_time_split_over_one": ratios["single_bfs_time_split_over_one"] <= 1.5,
+        "device_graph_memory_split_over_copy": ratios["device_graph_memory_split_over_copy"]
+        <= 0.55,
+        "does_not_fit_one_device_budget": copy > limit,
+    }
+    return summary
+
+
+def _brief(run: dict[str, Any]) -> str:
+    return (
+        f"single BFS {run['single_bfs_median_s'] * 1e3:.2f} ms, bfs_many "
+        f"{run['bfs_many_queries_per_s']:.0f} queries/s, graph bytes "
+        f"{run['device_graph_bytes']}, placement {run['placement']}"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--devices", default="0,1")
+    parser.add_argument("--scale", type=int, default=24)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args()
+    devices = [int(d) for d in args.devices.split(",")]
+    if args.quick:
+        devices, args.scale, args.rounds = [0, 1, 2], 11, 1
+    summary = anyio.run(main_async, args.quick, devices, args.scale, args.rounds)
+    print(
+        json.dumps({"ratios": summary["ratios"], "targets_met": summary["targets_met"]}, indent=2)
+    )
+    with open(args.out, "w") as fh:
+        json.dump(summary, fh, indent=2)
+    if not all(summary["targets_met"].values()):
+        print("some targets were not met (see targets_met)", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
