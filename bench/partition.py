@@ -43,9 +43,14 @@ from device_record import environment
 import vyre_async as va
 from vyre_async.algorithms.msbfs import minimal_parted_bytes, minimal_replica_bytes
 from vyre_async.algorithms.rmat import rmat_on_device
-from vyre_async.graphs import CsrGraph, VertexRanges, part_graph_bytes, replica_graph_bytes
+from vyre_async.graphs import (
+    CsrGraph,
+    VertexRanges,
+    part_graph_bytes,
+    replica_graph_bytes,
+    rmat_params,
+)
 from vyre_async.graphs import rmat as host_rmat
-from vyre_async.graphs import rmat_params
 
 SEED = 20261128
 MANY = 1024
