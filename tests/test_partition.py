@@ -4,21 +4,19 @@ graph (CPU backends as the group's devices) against SciPy."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from importlib import resources
 
 import numpy as np
 import pytest
 from graph_references import scipy_levels
 from kernel_builds import assert_builds_cleanly
+from partition_shapes import SHAPES, random_graph, reference_rows, split_limit
 
 import vyre_async as va
 from vyre_async.algorithms.bfs import KhopParams
 from vyre_async.algorithms.msbfs import (
     MSBFS_PART_KERNELS,
     _part_layout,
-    minimal_parted_bytes,
-    minimal_replica_bytes,
     run_parted_traversals,
 )
 from vyre_async.backends import choose_placement
@@ -28,58 +26,9 @@ from vyre_async.errors import (
     UnsupportedFeatureError,
     ValidationError,
 )
-from vyre_async.graphs import CsrGraph, VertexRanges, part_graph_bytes, replica_graph_bytes
+from vyre_async.graphs import replica_graph_bytes
 from vyre_async.kernels import Kernel
 from vyre_async.testing import capture_logs
-
-
-def _random(rng: np.random.Generator, n: int, m: int, symmetric: bool) -> CsrGraph:
-    return CsrGraph.from_edges(rng.integers(0, n, m), rng.integers(0, n, m), n, symmetric=symmetric)
-
-
-def _last_range_without_edges(rng: np.random.Generator) -> CsrGraph:
-    """301 vertices; edges only among the first 150: over three devices, the third
-    device's range (vertices 202..300) holds no edge at all."""
-    return CsrGraph.from_edges(rng.integers(0, 150, 600), rng.integers(0, 150, 600), 301)
-
-
-def _self_loops_and_islands(rng: np.random.Generator) -> CsrGraph:
-    n = 211
-    loops = np.arange(0, n, 3)
-    src = np.concatenate([loops, rng.integers(0, 100, 300), rng.integers(120, n, 200)])
-    dst = np.concatenate([loops, rng.integers(0, 100, 300), rng.integers(120, n, 200)])
-    return CsrGraph.from_edges(src, dst, n)
-
-
-def _long_path(rng: np.random.Generator) -> CsrGraph:
-    n = 257
-    order = rng.permutation(n)
-    return CsrGraph.from_edges(order[:-1], order[1:], n, symmetric=True)
-
-
-#: name -> a fresh random graph; vertex counts none of which 2 or 3 divides evenly
-#: but one (so some last range is shorter), a range without edges, loops, islands.
-SHAPES: dict[str, Callable[[np.random.Generator], CsrGraph]] = {
-    "random_directed": lambda rng: _random(rng, 499, 1500, symmetric=False),
-    "random_symmetric": lambda rng: _random(rng, 700, 2100, symmetric=True),
-    "last_range_without_edges": _last_range_without_edges,
-    "self_loops_and_islands": _self_loops_and_islands,
-    "long_path": _long_path,
-}
-
-
-def split_limit(graph: CsrGraph, devices: int) -> int:
-    """A per-device budget that the largest part fits and a whole copy does not."""
-    ranges = VertexRanges(graph.num_vertices, devices)
-    parts = part_graph_bytes(graph, ranges)
-    need = max(b + minimal_parted_bytes(ranges, d) for d, b in enumerate(parts))
-    replica = replica_graph_bytes(graph) + minimal_replica_bytes(graph.num_vertices)
-    assert need < replica, "the graph is too small to split"
-    return need
-
-
-def reference_rows(graph: CsrGraph, sources: np.ndarray) -> np.ndarray:
-    return np.stack([scipy_levels(graph, int(s)) for s in sources])
 
 
 # ------------------------------------------------------------------------- kernels
@@ -141,7 +90,7 @@ async def test_memory_limit_list_of_the_wrong_length_is_refused() -> None:
 
 async def test_group_without_memory_limit_replicates(rng: np.random.Generator) -> None:
     """Each device's free memory holds a small graph: it is replicated, and the log says why."""
-    graph = _random(rng, 300, 900, symmetric=False)
+    graph = random_graph(rng, 300, 900, symmetric=False)
     with capture_logs() as logs:
         async with (
             va.open_devices("cpu", devices=[0, 1]) as group,
@@ -159,7 +108,7 @@ async def test_group_without_memory_limit_replicates(rng: np.random.Generator) -
 
 async def test_memory_limit_forces_a_split_and_the_log_says_why(rng: np.random.Generator) -> None:
     """A budget below a copy splits the graph; each device holds about half of it."""
-    graph = _random(rng, 4000, 16000, symmetric=False)
+    graph = random_graph(rng, 4000, 16000, symmetric=False)
     with capture_logs() as logs:
         async with (
             va.open_devices("cpu", devices=[0, 1], memory_limit=split_limit(graph, 2)) as group,
@@ -180,7 +129,7 @@ async def test_budget_below_every_part_is_out_of_memory_with_a_fix(
     rng: np.random.Generator,
 ) -> None:
     """A budget no part fits: the session does not open, OutOfMemoryError says how to fix it."""
-    graph = _random(rng, 600, 3000, symmetric=False)
+    graph = random_graph(rng, 600, 3000, symmetric=False)
     async with va.open_devices("cpu", devices=[0, 1], memory_limit=1000) as group:
         with pytest.raises(OutOfMemoryError, match="fits neither") as caught:
             async with va.resident_graph(group, graph):
@@ -241,7 +190,7 @@ async def test_every_level_in_one_direction_equals_scipy(
 ) -> None:
     """Levels forced top-down (outboxes to owners) or bottom-up (frontier all-gathered)
     on every level, and chosen by frontier size, all equal SciPy."""
-    graph = _random(rng, 601, 2400, symmetric=False)
+    graph = random_graph(rng, 601, 2400, symmetric=False)
     sources = rng.integers(0, graph.num_vertices, 130).astype(np.int32)
     async with (
         va.open_devices("cpu", devices=[0, 1, 2], memory_limit=split_limit(graph, 3)) as group,
@@ -261,7 +210,7 @@ async def test_every_level_in_one_direction_equals_scipy(
 
 async def test_many_sources_run_in_passes_that_fit_the_budget(rng: np.random.Generator) -> None:
     """More sources than one pass's lanes (a small budget): passes, rows in order."""
-    graph = _random(rng, 401, 1600, symmetric=True)
+    graph = random_graph(rng, 401, 1600, symmetric=True)
     sources = rng.integers(0, graph.num_vertices, 200).astype(np.int32)
     async with (
         va.open_devices("cpu", devices=[0, 1], memory_limit=split_limit(graph, 2)) as group,
@@ -275,7 +224,7 @@ async def test_a_kind_without_a_split_run_is_refused_with_a_fix(
     rng: np.random.Generator,
 ) -> None:
     """PageRank and a 'targets' readback on a split graph: UnsupportedFeatureError, Fix."""
-    graph = _random(rng, 500, 2000, symmetric=False)
+    graph = random_graph(rng, 500, 2000, symmetric=False)
     async with (
         va.open_devices("cpu", devices=[0, 1], memory_limit=split_limit(graph, 2)) as group,
         va.resident_graph(group, graph) as session,

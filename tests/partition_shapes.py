@@ -1,0 +1,63 @@
+"""Graphs to split over a group's devices, a budget that forces the split, and SciPy's
+rows: shared by the CPU and GPU partition tests."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+from graph_references import scipy_levels
+
+from vyre_async.algorithms.msbfs import minimal_parted_bytes, minimal_replica_bytes
+from vyre_async.graphs import CsrGraph, VertexRanges, part_graph_bytes, replica_graph_bytes
+
+
+def random_graph(rng: np.random.Generator, n: int, m: int, symmetric: bool) -> CsrGraph:
+    """``m`` random edges among ``n`` vertices."""
+    return CsrGraph.from_edges(rng.integers(0, n, m), rng.integers(0, n, m), n, symmetric=symmetric)
+
+
+def _last_range_without_edges(rng: np.random.Generator) -> CsrGraph:
+    """301 vertices; edges only among the first 150: over three devices, the third
+    device's range (vertices 202..300) holds no edge at all."""
+    return CsrGraph.from_edges(rng.integers(0, 150, 600), rng.integers(0, 150, 600), 301)
+
+
+def _self_loops_and_islands(rng: np.random.Generator) -> CsrGraph:
+    n = 211
+    loops = np.arange(0, n, 3)
+    src = np.concatenate([loops, rng.integers(0, 100, 300), rng.integers(120, n, 200)])
+    dst = np.concatenate([loops, rng.integers(0, 100, 300), rng.integers(120, n, 200)])
+    return CsrGraph.from_edges(src, dst, n)
+
+
+def _long_path(rng: np.random.Generator) -> CsrGraph:
+    n = 257
+    order = rng.permutation(n)
+    return CsrGraph.from_edges(order[:-1], order[1:], n, symmetric=True)
+
+
+#: name -> a fresh random graph; vertex counts none of which 2 or 3 divides evenly
+#: but one (so some last range is shorter), a range without edges, loops, islands.
+SHAPES: dict[str, Callable[[np.random.Generator], CsrGraph]] = {
+    "random_directed": lambda rng: random_graph(rng, 499, 1500, symmetric=False),
+    "random_symmetric": lambda rng: random_graph(rng, 700, 2100, symmetric=True),
+    "last_range_without_edges": _last_range_without_edges,
+    "self_loops_and_islands": _self_loops_and_islands,
+    "long_path": _long_path,
+}
+
+
+def split_limit(graph: CsrGraph, devices: int) -> int:
+    """A per-device budget that the largest part fits and a whole copy does not."""
+    ranges = VertexRanges(graph.num_vertices, devices)
+    parts = part_graph_bytes(graph, ranges)
+    need = max(b + minimal_parted_bytes(ranges, d) for d, b in enumerate(parts))
+    replica = replica_graph_bytes(graph) + minimal_replica_bytes(graph.num_vertices)
+    assert need < replica, "the graph is too small to split"
+    return need
+
+
+def reference_rows(graph: CsrGraph, sources: np.ndarray) -> np.ndarray:
+    """SciPy's levels from each source, one row each."""
+    return np.stack([scipy_levels(graph, int(s)) for s in sources])
