@@ -41,7 +41,7 @@ import numpy as np
 from device_record import environment
 
 import vyre_async as va
-from vyre_async.algorithms.msbfs import minimal_parted_bytes, minimal_replica_bytes
+from vyre_async.algorithms import query_kinds
 from vyre_async.algorithms.rmat import rmat_on_device
 from vyre_async.graphs import (
     CsrGraph,
@@ -60,12 +60,17 @@ PASS_BUDGET = 40 << 30
 
 
 def split_budget(graph: CsrGraph, devices: int) -> int:
-    """A per-device budget the largest part (with the smallest scratch) fits and a whole
-    copy (with its smallest scratch) does not: halfway between the two needs."""
+    """A per-device budget the largest part fits and a whole copy does not (each with
+    the largest of the kinds' smallest scratch, as placement counts): halfway between."""
     ranges = VertexRanges(graph.num_vertices, devices)
+    kinds = list(query_kinds())
     parts = part_graph_bytes(graph, ranges)
-    part = max(b + minimal_parted_bytes(ranges, d) for d, b in enumerate(parts))
-    copy = replica_graph_bytes(graph) + minimal_replica_bytes(graph.num_vertices)
+    part = max(
+        b + max(k.part_scratch_bytes(ranges, d) for k in kinds) for d, b in enumerate(parts)
+    )
+    copy = replica_graph_bytes(graph) + max(
+        k.replica_scratch_bytes(graph.num_vertices) for k in kinds
+    )
     if part >= copy:
         raise SystemExit(f"a part needs {part} bytes, a copy {copy}: too small to split")
     return (part + copy) // 2

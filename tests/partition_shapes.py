@@ -8,7 +8,7 @@ from collections.abc import Callable
 import numpy as np
 from graph_references import scipy_levels
 
-from vyre_async.algorithms.msbfs import minimal_parted_bytes, minimal_replica_bytes
+from vyre_async.algorithms import query_kinds
 from vyre_async.graphs import CsrGraph, VertexRanges, part_graph_bytes, replica_graph_bytes
 
 
@@ -49,12 +49,14 @@ SHAPES: dict[str, Callable[[np.random.Generator], CsrGraph]] = {
 
 
 def split_limit(graph: CsrGraph, devices: int) -> int:
-    """A per-device budget that the largest part fits and a whole copy does not."""
+    """A per-device budget that the largest part fits and a whole copy does not (each
+    with the largest of the registered kinds' smallest scratch, as placement counts)."""
     ranges = VertexRanges(graph.num_vertices, devices)
+    kinds = list(query_kinds())
     parts = part_graph_bytes(graph, ranges)
-    need = max(b + minimal_parted_bytes(ranges, d) for d, b in enumerate(parts))
-    replica = replica_graph_bytes(graph) + minimal_replica_bytes(graph.num_vertices)
-    assert need < replica, "the graph is too small to split"
+    need = max(b + max(k.part_scratch_bytes(ranges, d) for k in kinds) for d, b in enumerate(parts))
+    scratch = max(k.replica_scratch_bytes(graph.num_vertices) for k in kinds)
+    assert need < replica_graph_bytes(graph) + scratch, "the graph is too small to split"
     return need
 
 

@@ -8,7 +8,7 @@ from importlib import resources
 
 import numpy as np
 import pytest
-from graph_references import scipy_levels
+from graph_references import pagerank_float64, scipy_levels
 from kernel_builds import assert_builds_cleanly
 from partition_shapes import SHAPES, random_graph, reference_rows, split_limit
 
@@ -19,6 +19,7 @@ from vyre_async.algorithms.msbfs import (
     _part_layout,
     run_parted_traversals,
 )
+from vyre_async.algorithms.pagerank import PAGERANK_PART_KERNELS, _part_state
 from vyre_async.backends import choose_placement
 from vyre_async.errors import (
     ConfigurationError,
@@ -26,7 +27,7 @@ from vyre_async.errors import (
     UnsupportedFeatureError,
     ValidationError,
 )
-from vyre_async.graphs import replica_graph_bytes
+from vyre_async.graphs import CsrGraph, replica_graph_bytes
 from vyre_async.kernels import Kernel
 from vyre_async.testing import capture_logs
 
@@ -34,21 +35,28 @@ from vyre_async.testing import capture_logs
 # ------------------------------------------------------------------------- kernels
 @pytest.mark.usefixtures("private_kernel_cache")
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
-@pytest.mark.parametrize("kernel", MSBFS_PART_KERNELS, ids=lambda k: k.name)
+@pytest.mark.parametrize(
+    "kernel", [*MSBFS_PART_KERNELS, *PAGERANK_PART_KERNELS], ids=lambda k: k.name
+)
 def test_partitioned_kernel_compiles_without_warnings(kernel: Kernel, arch: str) -> None:
     """Each partitioned-traversal kernel builds to a CUBIN with NVRTC, without warnings."""
     assert_builds_cleanly(kernel, arch)
 
 
-def test_partitioned_define_header_states_the_python_constants() -> None:
-    """The partitioned kernels' #define header and the Python layout agree, name for name."""
-    text = (
-        resources.files("vyre_async.algorithms.msbfs")
-        .joinpath("msbfs_part_defines.cuh")
-        .read_text("utf-8")
-    )
+@pytest.mark.parametrize(
+    ("package", "header", "constants"),
+    [
+        ("msbfs", "msbfs_part_defines.cuh", _part_layout.PART_CUDA_DEFINES),
+        ("pagerank", "pagerank_part_defines.cuh", _part_state.PART_CUDA_DEFINES),
+    ],
+)
+def test_partitioned_define_headers_state_the_python_constants(
+    package: str, header: str, constants: dict[str, int]
+) -> None:
+    """The partitioned kernels' #define headers and the Python layouts agree, name for name."""
+    text = resources.files(f"vyre_async.algorithms.{package}").joinpath(header).read_text("utf-8")
     stated = dict(re.findall(r"^#define (\w+) (\S+)$", text, re.MULTILINE))
-    assert stated == {name: str(value) for name, value in _part_layout.PART_CUDA_DEFINES.items()}
+    assert stated == {name: str(value) for name, value in constants.items()}
 
 
 # ----------------------------------------------------------------------- placement
@@ -223,15 +231,64 @@ async def test_many_sources_run_in_passes_that_fit_the_budget(rng: np.random.Gen
 async def test_a_kind_without_a_split_run_is_refused_with_a_fix(
     rng: np.random.Generator,
 ) -> None:
-    """PageRank and a 'targets' readback on a split graph: UnsupportedFeatureError, Fix."""
+    """Shortest paths and a 'targets' readback on a split graph: UnsupportedFeatureError."""
     graph = random_graph(rng, 500, 2000, symmetric=False)
     async with (
         va.open_devices("cpu", devices=[0, 1], memory_limit=split_limit(graph, 2)) as group,
         va.resident_graph(group, graph) as session,
     ):
         with pytest.raises(UnsupportedFeatureError, match="Fix:"):
-            await session.pagerank()
+            await session.components()
         with pytest.raises(UnsupportedFeatureError, match="'targets' readback"):
             await session.bfs_many([0, 1], readback="targets", targets=[2])
         with pytest.raises(ValidationError, match="out of range"):
             await session.bfs(graph.num_vertices)
+
+
+@pytest.mark.parametrize("devices", [2, 3])
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+async def test_split_pagerank_equals_float64_power_iteration(
+    shape: str, devices: int, rng: np.random.Generator
+) -> None:
+    """PageRank on a split graph equals float64 power iteration (dangling mass spread as
+    NetworkX does) within float32 rounding, and sums to 1."""
+    graph = SHAPES[shape](rng)
+    async with (
+        va.open_devices(
+            "cpu", devices=list(range(devices)), memory_limit=split_limit(graph, devices)
+        ) as group,
+        va.resident_graph(group, graph) as session,
+    ):
+        ranks = await session.pagerank(damping=0.85, tol=1e-7)
+        stats = session.stats()
+    expected = pagerank_float64(graph, 0.85)
+    np.testing.assert_allclose(ranks, expected, rtol=1e-4, atol=1e-6)
+    assert abs(float(ranks.sum(dtype=np.float64)) - 1.0) < 1e-4
+    assert stats.levels > 1
+
+
+async def test_split_pagerank_stops_at_max_iter(rng: np.random.Generator) -> None:
+    """max_iter=3 on a split graph runs three iterations: the ranks of three float64 steps."""
+    graph = SHAPES["random_directed"](rng)
+    async with (
+        va.open_devices("cpu", devices=[0, 1], memory_limit=split_limit(graph, 2)) as group,
+        va.resident_graph(group, graph) as session,
+    ):
+        ranks = await session.pagerank(damping=0.85, tol=1e-9, max_iter=3)
+        stats = session.stats()
+    assert stats.levels == 3
+    np.testing.assert_allclose(ranks, three_steps(graph, 0.85), rtol=1e-5, atol=1e-7)
+
+
+def three_steps(graph: CsrGraph, damping: float) -> np.ndarray:
+    """Three float64 power iterations from uniform ranks."""
+    n = graph.num_vertices
+    src = np.repeat(np.arange(n), np.diff(graph.offsets))
+    out_degree = np.bincount(src, minlength=n).astype(np.float64)
+    dangling = out_degree == 0
+    x = np.full(n, 1.0 / n)
+    for _ in range(3):
+        share = np.divide(x, out_degree, out=np.zeros(n), where=~dangling)
+        pulled = np.bincount(graph.indices, weights=share[src], minlength=n)
+        x = damping * (pulled + x[dangling].sum() / n) + (1.0 - damping) / n
+    return x

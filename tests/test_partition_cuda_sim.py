@@ -9,10 +9,12 @@ from typing import Any
 import cuda_sim
 import numpy as np
 import pytest
+from graph_references import pagerank_float64
 from partition_shapes import SHAPES, reference_rows, split_limit
 
 import vyre_async as va
 from vyre_async.algorithms.msbfs import MSBFS_PART_KERNELS
+from vyre_async.algorithms.pagerank import PAGERANK_PART_KERNELS
 
 
 class TwoDevices(cuda_sim.SimulatedDriver):
@@ -51,7 +53,7 @@ def _install(monkeypatch: pytest.MonkeyPatch, peer: int) -> TwoDevices:
     from vyre_async.backends.cuda import _launch as cuda_launch
     from vyre_async.cuda import _driver
 
-    sim = TwoDevices(MSBFS_PART_KERNELS, lag=1)
+    sim = TwoDevices((*MSBFS_PART_KERNELS, *PAGERANK_PART_KERNELS), lag=1)
     sim._faults = {}
     sim.peer = peer
     monkeypatch.setattr(_driver, "_driver", sim)
@@ -64,8 +66,9 @@ def _install(monkeypatch: pytest.MonkeyPatch, peer: int) -> TwoDevices:
 async def test_split_traversal_on_two_simulated_devices_equals_scipy(
     peer: int, rng: np.random.Generator, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """bfs_many over two CUDA backends (simulated), copies by cuMemcpyPeerAsync: SciPy's
-    levels; peer access enabled only where the pair allows it; nothing left allocated."""
+    """bfs_many and PageRank over two CUDA backends (simulated), copies by
+    cuMemcpyPeerAsync: SciPy's levels, float64 ranks; peer access enabled only where
+    the pair allows it; nothing left allocated."""
     sim = _install(monkeypatch, peer)
     graph = SHAPES["random_directed"](rng)
     sources = rng.integers(0, graph.num_vertices, 70).astype(np.int32)
@@ -75,9 +78,11 @@ async def test_split_traversal_on_two_simulated_devices_equals_scipy(
             assert session.placement is not None
             assert session.placement.mode == "partition"
             levels = await session.bfs_many(sources)
+            ranks = await session.pagerank(tol=1e-7)
             routes = session._partition.links.routes  # type: ignore[union-attr]
         after = [b.live_allocations() for b in group.backends]  # type: ignore[attr-defined]
     np.testing.assert_array_equal(levels, reference_rows(graph, sources))
+    np.testing.assert_allclose(ranks, pagerank_float64(graph, 0.85), rtol=1e-4, atol=1e-6)
     assert routes[(0, 1)] == routes[(1, 0)] == ("peer" if peer else "host")
     assert sim.calls.get("cuMemcpyPeerAsync", 0) > 0
     assert sim.calls.get("cuCtxEnablePeerAccess", 0) == (2 if peer else 0)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import anyio
 import numpy as np
 import pytest
-from graph_references import scipy_levels
+from graph_references import pagerank_float64, scipy_levels
 from partition_shapes import SHAPES, reference_rows, split_limit
 
 import vyre_async as va
@@ -37,7 +37,8 @@ NO_HANG_S = 120
 async def test_split_bfs_many_on_gpus_equals_scipy(
     shape: str, devices: int, rng: np.random.Generator
 ) -> None:
-    """bfs_many levels and counts on a graph split over GPUs equal SciPy's."""
+    """bfs_many levels and counts on a graph split over GPUs equal SciPy's; PageRank
+    equals float64 power iteration."""
     if devices > GPUS:
         pytest.skip(f"needs {devices} GPUs")
     graph = SHAPES[shape](rng)
@@ -54,13 +55,15 @@ async def test_split_bfs_many_on_gpus_equals_scipy(
             assert session.placement.mode == "partition"
             levels = await session.bfs_many(sources)
             counts = await session.bfs_many(sources, readback="counts")
+            ranks = await session.pagerank(tol=1e-7)
     np.testing.assert_array_equal(levels, expected)
+    np.testing.assert_allclose(ranks, pagerank_float64(graph, 0.85), rtol=1e-4, atol=1e-6)
     np.testing.assert_array_equal(counts, (expected >= 0).sum(axis=1))
 
 
 async def test_split_rmat_on_two_gpus_equals_one_gpu(rng: np.random.Generator) -> None:
-    """R-MAT 16 split over two GPUs: single BFS, reach and 1,024-source counts equal one
-    GPU holding the whole graph; every allocation is freed after."""
+    """R-MAT 16 split over two GPUs: single BFS, reach, 1,024-source counts and PageRank
+    equal one GPU holding the whole graph; every allocation is freed after."""
     graph = va.graphs.rmat(16, 16, int(rng.integers(1 << 30)))
     sources = rng.integers(0, graph.num_vertices, 1024).astype(np.int32)
     with anyio.fail_after(NO_HANG_S):
@@ -70,6 +73,7 @@ async def test_split_rmat_on_two_gpus_equals_one_gpu(rng: np.random.Generator) -
         ):
             want_levels = await one.bfs(int(sources[0]))
             want_counts = await one.bfs_many(sources, readback="counts")
+            want_ranks = await one.pagerank(tol=1e-6)
         async with va.open_devices(
             "cuda", devices=[0, 1], memory_limit=split_limit(graph, 2)
         ) as group:
@@ -78,12 +82,15 @@ async def test_split_rmat_on_two_gpus_equals_one_gpu(rng: np.random.Generator) -
                 levels = await session.bfs(int(sources[0]))
                 reached = await session.reach_count(int(sources[0]))
                 counts = await session.bfs_many(sources, readback="counts")
+                ranks = await session.pagerank(tol=1e-6)
                 routes = set(session._partition.links.routes.values())  # type: ignore[union-attr]
             after = [b.live_allocations() for b in group.backends]  # type: ignore[attr-defined]
     np.testing.assert_array_equal(levels, want_levels)
     np.testing.assert_array_equal(levels, scipy_levels(graph, int(sources[0])))
     assert reached == int((want_levels >= 0).sum())
     np.testing.assert_array_equal(counts, want_counts)
+    np.testing.assert_allclose(ranks, want_ranks, rtol=1e-3, atol=1e-7)
+    np.testing.assert_allclose(ranks, pagerank_float64(graph, 0.85), rtol=1e-3, atol=1e-7)
     assert routes <= {"local", "peer", "host"}
     assert after == before
 

@@ -47,7 +47,7 @@ def _valid(arrays: Arrays, scalars: Scalars, nd: int) -> bool:
         and 0 <= nd <= chunk
         and part * chunk + nd <= n_total
         and n_total <= parts * chunk
-        and arrays["rank"].size >= nd
+        and (arrays["rank"] if "rank" in arrays else arrays["sums"]).size >= nd
         and arrays.get("send", np.empty(chunk + PART_HEADER)).size >= chunk + PART_HEADER
         and arrays["recv"].size >= parts * (chunk + PART_HEADER)
     )
@@ -69,7 +69,7 @@ def pr_part_share_reference(arrays: Arrays, scalars: Scalars) -> None:
     """CPU ``pr_part_share``: shares into send and the own recv slot; dangling mass."""
     state = arrays["state"]
     nd = _int(scalars, "n1") - 1
-    if state[PART_DONE] != 0 or not _valid(arrays, scalars, nd):
+    if state[PART_DONE] != 0 or arrays["out_degree"].size < nd or not _valid(arrays, scalars, nd):
         return
     chunk, part = _int(scalars, "chunk"), _int(scalars, "part")
     rank, degree = arrays["rank"][:nd], arrays["out_degree"][:nd]

@@ -15,10 +15,12 @@ extern "C" __global__ void pr_part_share(const long long* __restrict__ in_offset
                                          long long n1,
                                          long long nr,
                                          long long sl,
-                                         long long gl)
+                                         long long gl,
+                                         long long od)
 {
     const long long nd = n1 - 1;
-    if (state[PR_PART_DONE] != 0.0f || !pr_part_valid(nd, n_total, parts, part, chunk, nr, sl, gl)) {
+    if (state[PR_PART_DONE] != 0.0f || od < nd ||
+        !pr_part_valid(nd, n_total, parts, part, chunk, nr, sl, gl)) {
         return;
     }
     float* own = recv + (long long)part * (chunk + PR_PART_HEADER);
