@@ -9,9 +9,10 @@ R-MAT scale 24 (edge factor 16, symmetric, built on the device), in one run:
 
 for single BFS (levels of one source, median over sources; the one-GPU session runs
 its single-source direction-optimizing traversal, the split one a partitioned
-traversal of one lane) and ``bfs_many`` of 1,024 sources (reach counts; throughput in
-queries per second, median over rounds). Results are checked equal between the two
-(levels of every single BFS, every count). Memory: each device's graph bytes over the
+traversal of one lane), ``bfs_many`` of 1,024 sources (reach counts; throughput in
+queries per second, median over rounds) and PageRank (20 iterations, median over
+rounds). Results are checked equal between the two (levels of every single BFS, every
+count; ranks within 1e-3 of the top rank). Memory: each device's graph bytes over the
 whole copy's.
 
 Then a graph that does not fit one device's budget: the same budget given to a group of
@@ -57,6 +58,10 @@ MANY = 1024
 SINGLES = 5
 #: Each device's bytes for one pass besides the graph: 1,024 lanes in one pass.
 PASS_BUDGET = 40 << 30
+#: PageRank runs a fixed 20 iterations (a tolerance no run meets), so both placements
+#: do the same work.
+PAGERANK_TOL = 1e-12
+PAGERANK_MAX_ITER = 20
 
 
 def split_budget(graph: CsrGraph, devices: int) -> int:
@@ -65,9 +70,7 @@ def split_budget(graph: CsrGraph, devices: int) -> int:
     ranges = VertexRanges(graph.num_vertices, devices)
     kinds = list(query_kinds())
     parts = part_graph_bytes(graph, ranges)
-    part = max(
-        b + max(k.part_scratch_bytes(ranges, d) for k in kinds) for d, b in enumerate(parts)
-    )
+    part = max(b + max(k.part_scratch_bytes(ranges, d) for k in kinds) for d, b in enumerate(parts))
     copy = replica_graph_bytes(graph) + max(
         k.replica_scratch_bytes(graph.num_vertices) for k in kinds
     )
@@ -93,7 +96,15 @@ async def measure(
         t0 = time.perf_counter()
         counts = await session.bfs_many(many, readback="counts", budget_bytes=budget)
         many_s.append(time.perf_counter() - t0)
+    ranks, pagerank_s = None, []
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        ranks = await session.pagerank(tol=PAGERANK_TOL, max_iter=PAGERANK_MAX_ITER)
+        pagerank_s.append(time.perf_counter() - t0)
     return {
+        "ranks": ranks,
+        "pagerank_s": pagerank_s,
+        "pagerank_median_s": statistics.median(pagerank_s),
         "levels": levels,
         "counts": counts,
         "single_bfs_s": single_s,
@@ -147,12 +158,16 @@ async def main_async(quick: bool, devices: list[int], scale: int, rounds: int) -
             raise SystemExit("a single BFS on the split graph differs from one device's")
     if not np.array_equal(split["counts"], one["counts"]):
         raise SystemExit("bfs_many counts on the split graph differ from one device's")
+    pagerank_gap = float(np.abs(split["ranks"] - one["ranks"]).max() / one["ranks"].max())
+    if pagerank_gap > 1e-3:
+        raise SystemExit(f"PageRank on the split graph differs from one device's: {pagerank_gap}")
     copy = replica_graph_bytes(graph)
     ratios = {
         "bfs_many_throughput_split_over_one": split["bfs_many_queries_per_s"]
         / one["bfs_many_queries_per_s"],
         "single_bfs_time_split_over_one": split["single_bfs_median_s"] / one["single_bfs_median_s"],
         "device_graph_memory_split_over_copy": max(split["device_graph_bytes"]) / copy,
+        "pagerank_time_split_over_one": split["pagerank_median_s"] / one["pagerank_median_s"],
     }
     summary: dict[str, Any] = {
         "benchmark": "partition",
@@ -173,9 +188,10 @@ async def main_async(quick: bool, devices: list[int], scale: int, rounds: int) -
         },
         "budget_per_split_device": limit,
         "does_not_fit_one_device_budget": copy > limit,
-        "one_device": {k: v for k, v in one.items() if k not in ("levels", "counts")},
-        "split": {k: v for k, v in split.items() if k not in ("levels", "counts")},
+        "one_device": {k: v for k, v in one.items() if k not in _ROWS},
+        "split": {k: v for k, v in split.items() if k not in _ROWS},
         "results_equal": True,
+        "pagerank_max_gap_over_top_rank": pagerank_gap,
         "ratios": ratios,
         "quick_cpu_smoke_run": quick,
     }
@@ -195,10 +211,14 @@ async def main_async(quick: bool, devices: list[int], scale: int, rounds: int) -
     return summary
 
 
+_ROWS = ("levels", "counts", "ranks")
+
+
 def _brief(run: dict[str, Any]) -> str:
     return (
         f"single BFS {run['single_bfs_median_s'] * 1e3:.2f} ms, bfs_many "
-        f"{run['bfs_many_queries_per_s']:.0f} queries/s, graph bytes "
+        f"{run['bfs_many_queries_per_s']:.0f} queries/s, PageRank "
+        f"{run['pagerank_median_s'] * 1e3:.1f} ms, graph bytes "
         f"{run['device_graph_bytes']}, placement {run['placement']}"
     )
 

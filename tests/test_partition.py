@@ -292,3 +292,17 @@ def three_steps(graph: CsrGraph, damping: float) -> np.ndarray:
         pulled = np.bincount(graph.indices, weights=share[src], minlength=n)
         x = damping * (pulled + x[dangling].sum() / n) + (1.0 - damping) / n
     return x
+
+
+async def test_split_khop_many_equals_scipy_within_k(rng: np.random.Generator) -> None:
+    """bfs_many with k on a split graph: SciPy's levels up to k, -1 beyond."""
+    graph = SHAPES["random_directed"](rng)
+    sources = rng.integers(0, graph.num_vertices, 90).astype(np.int32)
+    expected = reference_rows(graph, sources)
+    expected[expected > 2] = -1
+    async with (
+        va.open_devices("cpu", devices=[0, 1, 2], memory_limit=split_limit(graph, 3)) as group,
+        va.resident_graph(group, graph) as session,
+    ):
+        rows = await session.bfs_many(sources, k=2)
+    np.testing.assert_array_equal(rows, expected)
