@@ -8,7 +8,9 @@ its kind (:mod:`vyre_async.algorithms`) on one replica of the graph.
 A session over a device group keeps one replica per device: each query (and, with
 batching, each batch) runs on the replica with the least work running, so batches
 spread over devices by queue depth; a replica whose device is lost is taken out and
-its work runs again on the others.
+its work runs again on the others. Where a copy does not fit every device's budget,
+the graph is split in vertex ranges over the devices instead (:mod:`._partition`)
+and each query runs on all of them through its kind's ``run_partitioned``.
 
 The session knows no kind: :meth:`ResidentGraphSession.query` and
 :meth:`~ResidentGraphSession.query_many` run any registered kind, and the typed
@@ -258,7 +260,7 @@ class ResidentGraphSession(BatchedQueries, AsyncLifecycle):
         """One query whose source and parameters are checked: through the batcher where
         the kind coalesces, else on the least busy replica (or the split graph)."""
         if self._partition is not None:
-            return await self._one_partitioned(unit, params, source, out)
+            return await _one_partitioned(self._partition, unit, params, source, out)
         if self._batcher is not None and unit.lanes > 1 and source is not None:
             answer = await self._submit_one(unit, params, source, priority, queue_timeout)
             if out is None:
@@ -319,25 +321,6 @@ class ResidentGraphSession(BatchedQueries, AsyncLifecycle):
         if self._batcher is not None and unit.lanes > 1:
             return await self._submit_many(unit, checked, array, priority, queue_timeout)
         return await self._replicas.run(lambda r: unit.run_many(r, checked, array, budget_bytes))
-
-    async def _one_partitioned(
-        self, unit: QueryKind[Any], params: Params, source: int | None, out: Any
-    ) -> Any:
-        """One query on the split graph: its kind's row (or answer), into ``out`` if given."""
-        if source is None:
-            answer = await unit.run_partitioned(self._partition, params, None)  # type: ignore[arg-type]
-        else:
-            rows = await unit.run_partitioned(
-                self._partition,  # type: ignore[arg-type]
-                params,
-                np.array([source], np.int32),
-            )
-            answer = await unit.unpack(params, rows[0])
-        if out is None:
-            return answer
-        _host_out(unit, out)
-        np.copyto(out.reshape(-1), answer)
-        return out
 
     def _kind(self, kind: str | QueryKind[Any]) -> QueryKind[Any]:
         return lookup(kind) if isinstance(kind, str) else kind
@@ -933,3 +916,19 @@ def _host_out(unit: QueryKind[Any], out: Any) -> None:
             fix="pass a NumPy array as out= (or leave it out), or raise the devices' "
             "memory_limit so that the graph is replicated.",
         )
+
+
+async def _one_partitioned(
+    partition: GraphPartition, unit: QueryKind[Any], params: Params, source: int | None, out: Any
+) -> Any:
+    """One query on a split graph: its kind's row (or answer), into ``out`` if given."""
+    if source is None:
+        answer = await unit.run_partitioned(partition, params, None)
+    else:
+        rows = await unit.run_partitioned(partition, params, np.array([source], np.int32))
+        answer = await unit.unpack(params, rows[0])
+    if out is None:
+        return answer
+    _host_out(unit, out)
+    np.copyto(out.reshape(-1), answer)
+    return out
