@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from importlib import resources
 
+import anyio
 import numpy as np
 import pytest
 from graph_references import pagerank_float64, scipy_levels
@@ -306,3 +307,25 @@ async def test_split_khop_many_equals_scipy_within_k(rng: np.random.Generator) -
     ):
         rows = await session.bfs_many(sources, k=2)
     np.testing.assert_array_equal(rows, expected)
+
+
+async def test_concurrent_queries_on_a_split_graph_each_get_their_rows(
+    rng: np.random.Generator,
+) -> None:
+    """Six bfs_many calls at once on a split graph (each its own scratch): SciPy's rows."""
+    graph = SHAPES["random_symmetric"](rng)
+    calls = [rng.integers(0, graph.num_vertices, 40).astype(np.int32) for _ in range(6)]
+    rows: dict[int, np.ndarray] = {}
+    async with (
+        va.open_devices("cpu", devices=[0, 1], memory_limit=split_limit(graph, 2)) as group,
+        va.resident_graph(group, graph) as session,
+    ):
+
+        async def call(i: int) -> None:
+            rows[i] = await session.bfs_many(calls[i])
+
+        async with anyio.create_task_group() as tg:
+            for i in range(len(calls)):
+                tg.start_soon(call, i)
+    for i, sources in enumerate(calls):
+        np.testing.assert_array_equal(rows[i], reference_rows(graph, sources))
