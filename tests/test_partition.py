@@ -20,6 +20,7 @@ from vyre_async.algorithms.msbfs import (
     _part_layout,
     run_parted_traversals,
 )
+from vyre_async.algorithms.msbfs._partitioned import levels_per_batch
 from vyre_async.algorithms.pagerank import PAGERANK_PART_KERNELS, _part_state
 from vyre_async.backends import choose_placement
 from vyre_async.errors import (
@@ -329,3 +330,11 @@ async def test_concurrent_queries_on_a_split_graph_each_get_their_rows(
                 tg.start_soon(call, i)
     for i, sources in enumerate(calls):
         np.testing.assert_array_equal(rows[i], reference_rows(graph, sources))
+
+
+def test_wide_slots_get_fewer_levels_per_host_wait() -> None:
+    """A level past the end still copies its slots: 1 GiB slots run one level per host
+    wait, small ones up to the cap of 64."""
+    assert levels_per_batch(1 << 30) == 1
+    assert levels_per_batch(64 << 20) == 4
+    assert levels_per_batch(4096) == 64

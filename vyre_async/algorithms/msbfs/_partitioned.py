@@ -56,6 +56,16 @@ Direction = Literal["auto", "top_down", "bottom_up"]
 #: so the cap is lower than a single device's.
 FIRST_LEVELS = 8
 MAX_LEVELS = 64
+#: Bytes one pair of devices may copy in a batch: a level enqueued past the traversal's
+#: end still copies its slots (the kernels return at once, the copies cannot), so wide
+#: slots get fewer levels per host wait (one slot of 1 GiB: one level; a wait costs
+#: tens of microseconds, a wasted 1 GiB copy milliseconds).
+BATCH_COPY_BYTES = 256 << 20
+
+
+def levels_per_batch(slot_bytes: int) -> int:
+    """The most levels a batch enqueues when each copies ``slot_bytes`` per pair."""
+    return max(1, min(MAX_LEVELS, BATCH_COPY_BYTES // max(slot_bytes, 1)))
 
 
 def parted_scratch_bytes(ranges: VertexRanges, part: int, words: int, readback: str) -> int:
@@ -375,7 +385,9 @@ class PartedTraversal:
                 await backend.write(mine["sources"], lane_sources)
             for seqs in scratch.sequences:
                 work.append(seqs["init"].submit(0, scalars={"max_level": int(max_level)}))
-            batch = FIRST_LEVELS if max_level >= FIRST_LEVELS else max(1, int(max_level) + 1)
+            cap = levels_per_batch(8 * self._ranges.chunk * words)
+            batch = min(cap, FIRST_LEVELS if max_level >= FIRST_LEVELS else int(max_level) + 1)
+            batch = max(1, batch)
             while True:
                 if check is not None:
                     check()
@@ -386,7 +398,7 @@ class PartedTraversal:
                 _raise_first(work)
                 if state[PSTATE_DONE]:
                     break
-                batch = min(batch * 2, MAX_LEVELS)
+                batch = min(batch * 2, cap)
             self.levels += int(state[PSTATE_LEVELS_RUN])
             rows = await self._results(scratch, count)
         finally:
