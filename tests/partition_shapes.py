@@ -38,13 +38,21 @@ def _long_path(rng: np.random.Generator) -> CsrGraph:
 
 
 #: name -> a fresh random graph; vertex counts none of which 2 or 3 divides evenly
-#: but one (so some last range is shorter), a range without edges, loops, islands.
+#: but one (so some last range is shorter), a range without edges, a device without
+#: vertices, loops, islands.
 SHAPES: dict[str, Callable[[np.random.Generator], CsrGraph]] = {
     "random_directed": lambda rng: random_graph(rng, 499, 1500, symmetric=False),
     "random_symmetric": lambda rng: random_graph(rng, 700, 2100, symmetric=True),
     "last_range_without_edges": _last_range_without_edges,
     "self_loops_and_islands": _self_loops_and_islands,
     "long_path": _long_path,
+    # 4 vertices over 3 devices (chunk 2), 1 over 2 or 3: a device that owns no vertex.
+    "device_without_vertices": lambda rng: CsrGraph.from_edges(
+        rng.permutation(4), rng.permutation(4), 4
+    ),
+    "single_vertex": lambda rng: CsrGraph.from_edges(
+        np.zeros(1, np.int64), np.zeros(1, np.int64), 1
+    ),
 }
 
 
