@@ -22,7 +22,7 @@ from vyre_async.algorithms.msbfs import (
 )
 from vyre_async.algorithms.msbfs._partitioned import levels_per_batch
 from vyre_async.algorithms.pagerank import PAGERANK_PART_KERNELS, _part_state
-from vyre_async.backends import choose_placement
+from vyre_async.backends import CpuBackend, choose_placement, device_budgets
 from vyre_async.errors import (
     ConfigurationError,
     OutOfMemoryError,
@@ -338,3 +338,32 @@ def test_wide_slots_get_fewer_levels_per_host_wait() -> None:
     assert levels_per_batch(1 << 30) == 1
     assert levels_per_batch(64 << 20) == 4
     assert levels_per_batch(4096) == 64
+
+
+async def test_one_small_budget_in_a_per_device_list_splits_the_graph(
+    rng: np.random.Generator,
+) -> None:
+    """memory_limit=[plenty, a part's worth]: the copy does not fit device 1, so split."""
+    graph = random_graph(rng, 900, 3600, symmetric=False)
+    async with (
+        va.open_devices(
+            "cpu", devices=[0, 1], memory_limit=[1 << 40, split_limit(graph, 2)]
+        ) as group,
+        va.resident_graph(group, graph) as session,
+    ):
+        assert session.placement is not None
+        assert session.placement.mode == "partition"
+        assert "device 1" in session.placement.reason
+        assert session.placement.budgets[0] < 1 << 40  # never above the free memory
+
+
+async def test_free_memory_below_the_limit_is_the_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A device's budget is its memory_limit, at most its free memory (a group of CPU
+    backends shares the host's equally)."""
+
+    async def free(self: CpuBackend) -> int:
+        return 3000
+
+    monkeypatch.setattr(CpuBackend, "free_memory", free)
+    async with va.open_devices("cpu", devices=[0, 1, 2], memory_limit=[500, 2000, 900]) as group:
+        assert await device_budgets(group) == (500, 1000, 900)

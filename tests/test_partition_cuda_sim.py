@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import anyio
 import cuda_sim
 import numpy as np
 import pytest
@@ -86,4 +87,41 @@ async def test_split_traversal_on_two_simulated_devices_equals_scipy(
     assert routes[(0, 1)] == routes[(1, 0)] == ("peer" if peer else "host")
     assert sim.calls.get("cuMemcpyPeerAsync", 0) > 0
     assert sim.calls.get("cuCtxEnablePeerAccess", 0) == (2 if peer else 0)
+    assert after == before
+
+
+class RefusingCopies(TwoDevices):
+    """Two simulated devices whose driver refuses every copy between them."""
+
+    def cuMemcpyPeerAsync(  # noqa: N802 - the driver's name
+        self, dst: Any, dst_ctx: Any, src: Any, src_ctx: Any, nbytes: int, stream: Any
+    ) -> tuple[Any]:
+        self._count("cuMemcpyPeerAsync")
+        return (cuda_sim.R.CUDA_ERROR_INVALID_VALUE,)
+
+
+async def test_a_refused_copy_is_an_error_not_a_hang(
+    rng: np.random.Generator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The driver refuses the copies between devices: bfs_many raises a VyreError (no
+    hang), and the session still closes with nothing left allocated."""
+    from vyre_async.backends.cuda import _launch as cuda_launch
+    from vyre_async.cuda import _driver
+
+    sim = RefusingCopies(MSBFS_PART_KERNELS, lag=1)
+    sim._faults = {}
+    monkeypatch.setattr(_driver, "_driver", sim)
+    monkeypatch.setattr(_driver, "_failure", None)
+    monkeypatch.setattr(cuda_launch, "compile_kernel", sim.compile)
+    graph = SHAPES["random_symmetric"](rng)
+    with anyio.fail_after(60):
+        async with va.open_devices(
+            "cuda", devices=[0, 1], memory_limit=split_limit(graph, 2)
+        ) as group:
+            before = [b.live_allocations() for b in group.backends]  # type: ignore[attr-defined]
+            async with va.resident_graph(group, graph) as session:
+                with pytest.raises(va.VyreError, match="Fix:"):
+                    await session.bfs_many([0, 1, 2])
+            after = [b.live_allocations() for b in group.backends]  # type: ignore[attr-defined]
+    assert sim.calls["cuMemcpyPeerAsync"] > 0
     assert after == before
