@@ -76,6 +76,27 @@ def test_placement_partitions_when_a_copy_exceeds_a_budget() -> None:
     assert "device 1" in placement.reason
 
 
+def test_one_device_refuses_a_copy_over_its_budget_with_a_fix() -> None:
+    """A group of one: a copy within its budget is replicated, one over it refused."""
+    assert choose_placement([1000], 900, [900]).mode == "replicate"
+    with pytest.raises(OutOfMemoryError, match="does not fit its one device") as caught:
+        choose_placement([800], 900, [900])
+    assert "devices='all'" in str(caught.value)
+
+
+async def test_one_device_with_a_budget_below_the_graph_does_not_open(
+    rng: np.random.Generator,
+) -> None:
+    """The budget that splits a graph over two devices is too small for one: the session
+    over one device raises OutOfMemoryError before uploading anything."""
+    graph = random_graph(rng, 900, 3600, symmetric=False)
+    async with va.open_devices("cpu", devices=[0], memory_limit=split_limit(graph, 2)) as group:
+        with pytest.raises(OutOfMemoryError, match="Fix:"):
+            async with va.resident_graph(group, graph):
+                pass
+        assert group.backends[0].telemetry().bytes_uploaded == 0
+
+
 def test_placement_refuses_a_part_over_its_budget_with_a_fix() -> None:
     """Neither fits: OutOfMemoryError naming the device and a fix."""
     with pytest.raises(OutOfMemoryError, match="device 1's part") as caught:

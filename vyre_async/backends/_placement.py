@@ -114,8 +114,8 @@ def choose_placement(
 ) -> Placement:
     """Replicate while a copy fits every budget, else partition if every part fits.
 
-    A group of one device always replicates (a part of one is the whole graph); if
-    the copy does not fit, its upload says so.
+    A group of one device replicates (a part of one is the whole graph) if the copy
+    fits its budget.
 
     Args:
         budgets: Each device's budget in bytes.
@@ -123,11 +123,19 @@ def choose_placement(
         part_bytes: Each device's part plus its minimal scratch, in device order.
 
     Raises:
-        OutOfMemoryError: Neither fits: the message names the device and the numbers.
+        OutOfMemoryError: Neither fits (or, on one device, the copy does not): the
+            message names the device and the numbers.
     """
     budgets, parts = tuple(budgets), tuple(part_bytes)
     tightest = min(range(len(budgets)), key=lambda i: budgets[i])
-    if len(budgets) == 1 or replica_bytes <= budgets[tightest]:
+    if len(budgets) == 1 and replica_bytes > budgets[0]:
+        raise OutOfMemoryError(
+            f"the graph does not fit its one device: a copy with its minimal scratch needs "
+            f"{_amount(replica_bytes)}, more than the budget of {_amount(budgets[0])}",
+            fix="open more devices (devices='all') so that it is split over them, raise "
+            "memory_limit, free device memory, or use a smaller graph.",
+        )
+    if replica_bytes <= budgets[tightest]:
         reason = (
             f"a copy with its minimal scratch needs {_amount(replica_bytes)}, within every "
             f"device's budget (the smallest: {_amount(budgets[tightest])} on device {tightest})"

@@ -124,8 +124,11 @@ class ResidentGraphSession(BatchedQueries, AsyncLifecycle):
     async def __aenter__(self) -> Self:
         self._enter_open()
         try:
-            if self._group is not None and len(self._group) > 1:
-                self._placement = await place_graph(self._group, self._graph)
+            group = self._group
+            if group is not None and (
+                len(group) > 1 or any(limit is not None for limit in group.memory_limits)
+            ):
+                self._placement = await place_graph(group, self._graph)
             if self._placement is not None and self._placement.mode == "partition":
                 self._partition = GraphPartition(
                     self._group.backends if self._group is not None else (),
@@ -191,8 +194,8 @@ class ResidentGraphSession(BatchedQueries, AsyncLifecycle):
 
     @property
     def placement(self) -> Placement | None:
-        """How the graph was laid on a device group of several devices, and why
-        (``None``: one device, or not yet open)."""
+        """How the graph was laid on a device group, and why (``None``: one device
+        without a ``memory_limit``, or not yet open)."""
         return self._placement
 
     @property
