@@ -12,6 +12,8 @@ want them whatever the machine's speed:
   long first; ``verifying`` is printed to standard error before the first one.
 - ``VYRE_TEST_SUMMARY_DELAY``: writing the summary sleeps this long first; ``writing
   summary`` is printed to standard error before it.
+- ``VYRE_TEST_CPU_FREE_BYTES``: the CPU backends report this much free memory (a group
+  of them shares it), so that a job's graph fits no device and is split.
 
 Usage: ``python tests/job_child.py JOB_FILE OUT_DIR [--resume]``; prints the summary
 as JSON (also when the runner ends the process itself) and exits with its exit code.
@@ -29,6 +31,7 @@ import msgspec
 import numpy as np
 
 from vyre_async import configure_logging
+from vyre_async.backends import CpuBackend
 from vyre_async.jobs import (
     BlockResult,
     JobRunner,
@@ -46,6 +49,7 @@ STALL_AFTER = int(os.environ.get("VYRE_TEST_STALL_AFTER", "-1"))
 STALL_S = float(os.environ.get("VYRE_TEST_STALL_S", "0"))
 VERIFY_DELAY = float(os.environ.get("VYRE_TEST_VERIFY_DELAY", "0"))
 SUMMARY_DELAY = float(os.environ.get("VYRE_TEST_SUMMARY_DELAY", "0"))
+CPU_FREE_BYTES = int(os.environ.get("VYRE_TEST_CPU_FREE_BYTES", "0"))
 _blocks = {"started": 0}
 
 
@@ -85,6 +89,13 @@ def _slow_down_the_summary() -> None:
     store_module.ResultStore.write_summary = slow  # type: ignore[method-assign]
 
 
+def _scarce_cpu_memory() -> None:
+    async def free_memory(self: CpuBackend) -> int:
+        return CPU_FREE_BYTES
+
+    CpuBackend.free_memory = free_memory  # type: ignore[method-assign]
+
+
 def _print(summary: JobSummary) -> None:
     print(msgspec.json.encode(summary).decode(), flush=True)
 
@@ -98,6 +109,8 @@ def main() -> int:
         _slow_down_verification()
     if SUMMARY_DELAY:
         _slow_down_the_summary()
+    if CPU_FREE_BYTES:
+        _scarce_cpu_memory()
     runner = JobRunner(
         spec,
         job_file=job,

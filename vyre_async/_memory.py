@@ -15,7 +15,13 @@ from pathlib import Path
 
 from .errors import ValidationError, VyreError
 
-__all__ = ["HostMemory", "check_host_memory", "host_memory_limit", "size_text"]
+__all__ = [
+    "HostMemory",
+    "available_host_memory",
+    "check_host_memory",
+    "host_memory_limit",
+    "size_text",
+]
 
 GIB = 1 << 30
 
@@ -48,6 +54,20 @@ def host_memory_limit(configured: int | None = None) -> HostMemory:
     if soft != resource.RLIM_INFINITY:
         found.append(HostMemory(max(0, soft - _mapped()), "the address-space limit (ulimit -v)"))
     return min(found, key=lambda m: m.limit)
+
+
+def available_host_memory() -> int:
+    """Bytes this process could allocate now: the kernel's ``MemAvailable`` estimate
+    where there is one, never above :func:`host_memory_limit`. Reads files: call it off
+    the event loop."""
+    limit = host_memory_limit().limit
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return min(limit, int(line.split()[1]) * 1024)
+    except (OSError, ValueError, IndexError):
+        pass
+    return limit
 
 
 def check_host_memory(

@@ -36,6 +36,8 @@ from . import rmat as rmat
 from . import sssp as sssp
 from ._kind import DEFAULT_QUERY_BUDGET as DEFAULT_QUERY_BUDGET
 from ._kind import Params as Params
+from ._kind import Partition as Partition
+from ._kind import PartScratch as PartScratch
 from ._kind import QueryKind as QueryKind
 from ._kind import RecordField as RecordField
 from ._kind import Replica as Replica
@@ -50,6 +52,8 @@ from ._registry import register as register
 __all__ = [
     "DEFAULT_QUERY_BUDGET",
     "Params",
+    "PartScratch",
+    "Partition",
     "QueryKind",
     "RecordField",
     "Replica",

@@ -34,13 +34,16 @@ from typing import Any, ClassVar, Generic, Literal, Protocol, TypeVar
 import msgspec
 import numpy as np
 
-from ..backends import Backend, ResidentBuffer
-from ..graphs import CsrGraph
+from ..backends import Backend, DeviceLinks, ResidentBuffer
+from ..errors import UnsupportedFeatureError
+from ..graphs import CsrGraph, VertexRanges
 from ..kernels import Kernel
 
 __all__ = [
     "DEFAULT_QUERY_BUDGET",
     "Params",
+    "PartScratch",
+    "Partition",
     "QueryKind",
     "RecordField",
     "Replica",
@@ -168,6 +171,78 @@ class Replica(Protocol):
         ...
 
 
+class PartScratch(Protocol):
+    """Device buffers one run on a split graph uses on every device, pooled between runs."""
+
+    @property
+    def nbytes(self) -> int:
+        """Their bytes, all devices together."""
+        ...
+
+    async def free(self) -> None:
+        """Free every buffer on its device, once no unfinished work uses it."""
+        ...
+
+
+PS = TypeVar("PS", bound=PartScratch)
+
+
+class Partition(Protocol):
+    """What a kind sees of a graph split over the devices of a group (1-D: each device
+    holds a contiguous vertex range with its vertices' out- and in-edges).
+
+    Attributes:
+        backends: The open backends, one per part, in part order.
+        parts: Each device's arrays: ``offsets`` (int64, from 0), ``indices``
+            (int32 global ids of the out-neighbours), ``out_degree`` and the in-lists
+            ``in_offsets`` and ``in_indices`` (the same buffers for a symmetric graph).
+        ranges: Which vertices each device owns.
+        links: Ordered copies between the devices.
+        graph: The graph on the host (read it, never change it).
+        num_vertices: Vertices of the graph.
+    """
+
+    @property
+    def backends(self) -> Sequence[Backend]: ...
+
+    @property
+    def parts(self) -> Sequence[Mapping[str, ResidentBuffer]]: ...
+
+    @property
+    def ranges(self) -> VertexRanges: ...
+
+    @property
+    def links(self) -> DeviceLinks: ...
+
+    @property
+    def graph(self) -> CsrGraph: ...
+
+    @property
+    def num_vertices(self) -> int: ...
+
+    def check(self) -> None:
+        """Raise unless the session is still open (call it before each submission)."""
+        ...
+
+    def measure(self) -> RunMeasure:
+        """A run's measurement, added to the session's statistics when it exits."""
+        ...
+
+    def pooled(self, key: Hashable) -> Any | None:
+        """An idle scratch made for ``key``, taken from the pool (``None``: none idle)."""
+        ...
+
+    async def scratch(self, key: Hashable, make: Callable[[], Awaitable[PS]]) -> PS:
+        """An idle scratch made for ``key``, else ``make()``'s (idle ones are freed first
+        where a new one does not fit); give it back with :meth:`release`."""
+        ...
+
+    async def release(self, key: Hashable, scratch: PartScratch, *, keep: bool) -> None:
+        """Keep ``scratch`` idle for the next run of ``key`` when ``keep`` (while the
+        session is open and the pool has room), else free it."""
+        ...
+
+
 #: A record column a kind fills: its name and type (``"int"`` or ``"float"``).
 RecordField = tuple[str, Literal["int", "float"]]
 
@@ -246,6 +321,43 @@ class QueryKind(ABC, Generic[P]):
     async def unpack(self, params: P, row: np.ndarray) -> Any:
         """A lone caller's answer from its row of a batch (default: the row itself)."""
         return row
+
+    def replica_scratch_bytes(self, num_vertices: int) -> int:
+        """Device bytes the smallest run of this kind needs on a whole copy of a graph
+        of ``num_vertices``, besides the copy: what placing a graph on a device group
+        leaves free on every device for it (default 0)."""
+        return 0
+
+    def part_scratch_bytes(self, ranges: VertexRanges, part: int) -> int:
+        """Device bytes the smallest run of this kind on a split graph needs on device
+        ``part``, besides its part (default 0: a kind that cannot run on a split graph
+        needs none)."""
+        return 0
+
+    async def run_partitioned(
+        self,
+        partition: Partition,
+        params: P,
+        sources: np.ndarray | None,
+        budget_bytes: int | None = None,
+    ) -> Any:
+        """Queries of ``params`` on a graph split over several devices: one row per
+        source, as :meth:`run_many` gives them (``sources`` is ``None`` for a kind
+        without sources: then :meth:`run_one`'s answer).
+
+        ``budget_bytes`` is each device's budget for one pass besides its part of the
+        graph (``None``: the kind's default). The default refuses: a kind runs on a
+        split graph only where it says how.
+
+        Raises:
+            UnsupportedFeatureError: This kind (or these parameters) cannot run on a
+                graph split over several devices.
+        """
+        raise UnsupportedFeatureError(
+            f"a {self.name!r} query cannot run on a graph split over several devices",
+            fix="raise the devices' memory_limit so that the graph is replicated (every "
+            "device a whole copy), or run it on one device.",
+        )
 
     def no_rows(self, params: P, num_vertices: int) -> np.ndarray:
         """What :meth:`run_many` returns for no sources (the shape of its rows)."""

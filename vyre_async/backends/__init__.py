@@ -16,6 +16,13 @@ from ._open import BackendKind as BackendKind
 from ._open import DeviceSelector as DeviceSelector
 from ._open import open_backend as open_backend
 from ._open import open_devices as open_devices
+from ._peer import CopyRoute as CopyRoute
+from ._peer import DeviceLinks as DeviceLinks
+from ._peer import link_devices as link_devices
+from ._placement import MemoryLimit as MemoryLimit
+from ._placement import Placement as Placement
+from ._placement import choose_placement as choose_placement
+from ._placement import device_budgets as device_budgets
 from ._prepared import PreparedSequence as PreparedSequence
 from ._prepared import SequenceResult as SequenceResult
 from ._prepared_dispatch import PreparedDispatch as PreparedDispatch
@@ -29,12 +36,16 @@ from ._toolchain import describe_cuda_toolchain as describe_cuda_toolchain
 __all__ = [
     "Backend",
     "BackendKind",
+    "CopyRoute",
     "CpuBackend",
     "CudaReport",
     "DeviceGroup",
+    "DeviceLinks",
     "DeviceSelector",
     "DispatchConfig",
     "MachineReport",
+    "MemoryLimit",
+    "Placement",
     "PreparedDispatch",
     "PreparedSequence",
     "ReadRange",
@@ -42,9 +53,12 @@ __all__ = [
     "SequenceResult",
     "SequenceStep",
     "check_out",
+    "choose_placement",
     "describe_cuda_toolchain",
     "describe_machine",
+    "device_budgets",
     "is_foreign",
+    "link_devices",
     "open_backend",
     "open_devices",
 ]

@@ -131,6 +131,10 @@ class BackendCore(Sequencing[S], AsyncLifecycle):
 
     # ----------------------------------------------------------------- dispatch
     @abstractmethod
+    async def free_memory(self) -> int:
+        """Device bytes free now (see :class:`Backend`)."""
+
+    @abstractmethod
     async def load_kernels(self, *kernels: Kernel) -> None:
         """Prepare kernels ahead of their first dispatch (see :class:`Backend`)."""
 

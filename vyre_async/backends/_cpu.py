@@ -17,6 +17,7 @@ from typing import Any
 import anyio
 import numpy as np
 
+from .._memory import available_host_memory
 from ..errors import (
     DispatchError,
     LifecycleError,
@@ -106,6 +107,11 @@ class CpuBackend(BackendCore[np.ndarray]):
     def device_name(self) -> str:
         """The host's architecture and core count."""
         return self._device_name
+
+    async def free_memory(self) -> int:
+        """Host bytes available now (the kernel's ``MemAvailable``, within the cgroup
+        and address-space limits): the CPU backend's device memory is the host's."""
+        return await anyio.to_thread.run_sync(available_host_memory)
 
     async def load_kernels(self, *kernels: Kernel) -> None:
         """Check kernels ahead of their first dispatch; the CPU backend compiles nothing.
@@ -442,6 +448,42 @@ class CpuBackend(BackendCore[np.ndarray]):
             raise
         finally:
             completion.complete(error)
+
+    def enqueue_peer_copy(
+        self,
+        src: ResidentBuffer,
+        src_offset: int,
+        target: CpuBackend,
+        dst: ResidentBuffer,
+        dst_offset: int,
+        count: int,
+    ) -> Completion:
+        """Copy ``count`` elements of ``src`` into ``dst`` on ``target``, in order: after
+        the work either buffer must follow, and before later work on either.
+
+        Returns the copy's completion at once; it runs in a worker thread of this
+        backend. The ranges were checked by the caller.
+
+        Raises:
+            LifecycleError: A backend is closed or a buffer freed (nothing was claimed).
+        """
+        task_group = self._check_open()
+        target._check_open()
+        source_records = self._registry.resolve({src: False})
+        target_records = target._registry.resolve({dst: True})
+        source = self._registry.storage(src)[src_offset : src_offset + count]
+        destination = target._registry.storage(dst)[dst_offset : dst_offset + count]
+        completion = self._new_completion()
+        waits = self._registry.claim(source_records, completion)
+        waits += target._registry.claim(target_records, completion)
+        if waits:
+            completion.after = waits = list({id(w): w for w in waits}.values())
+
+        def work() -> None:
+            np.copyto(destination, source)
+
+        task_group.start_soon(self._run, work, completion, waits, "copy between devices")
+        return completion
 
     async def _store(self, dtype: np.dtype[Any], count: int, data: np.ndarray | None) -> np.ndarray:
         if data is None:

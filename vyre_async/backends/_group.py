@@ -30,15 +30,25 @@ class DeviceGroup(Lifecycle):
 
     Args:
         backends: Open backends of one kind, at least one.
+        memory_limits: Each device's memory budget in bytes (``None``: its free
+            memory), in the order of ``backends``; placing a graph on the group reads
+            them (see :func:`~vyre_async.backends.device_budgets`).
     """
 
     _noun = "device group"
     _make_fix = "open a new group with vyre_async.open_devices()."
     _use_fix = "use it inside `async with vyre_async.open_devices() as group:`."
 
-    def __init__(self, backends: Sequence[Backend]) -> None:
+    def __init__(
+        self, backends: Sequence[Backend], memory_limits: Sequence[int | None] | None = None
+    ) -> None:
         if not backends:
             raise ValueError("a device group needs at least one backend")
+        limits = tuple(memory_limits) if memory_limits is not None else (None,) * len(backends)
+        if len(limits) != len(backends):
+            raise ValueError(f"{len(limits)} memory limits for {len(backends)} devices")
+        #: Each device's memory budget in bytes, ``None`` where it is the free memory.
+        self.memory_limits: tuple[int | None, ...] = limits
         kinds = {b.kind for b in backends}
         if len(kinds) != 1:
             raise ValueError(f"a device group holds backends of one kind, got {sorted(kinds)}")

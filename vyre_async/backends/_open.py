@@ -14,6 +14,7 @@ from ..logging import get_logger
 from ._core import BackendCore
 from ._cpu import CpuBackend
 from ._group import DeviceGroup
+from ._placement import MemoryLimit, check_memory_limit
 from ._protocol import Backend
 from ._toolchain import check_cuda_toolchain
 
@@ -88,6 +89,7 @@ async def open_devices(
     devices: DeviceSelector = "all",
     cpu_workers: int | None = None,
     max_device_bytes: int | None = None,
+    memory_limit: MemoryLimit = None,
 ) -> AsyncIterator[DeviceGroup]:
     """Open one backend per device, as a :class:`DeviceGroup`, for an ``async with`` block.
 
@@ -98,21 +100,29 @@ async def open_devices(
             devices, and ``"all"`` or an ordinal one CPU backend.
         cpu_workers: Worker threads of each CPU backend.
         max_device_bytes: Cap on device memory each CUDA backend hands out.
+        memory_limit: Each device's memory budget in bytes, for placing a graph on the
+            group (replicated while a copy fits every budget, else partitioned): one
+            number for every device, or a list of one per device in the order opened
+            (``None``: each device's free memory; the CPU backends of a group share the
+            host's available memory equally). It caps nothing else.
 
     Yields:
         The open group; every backend in it is closed when the block exits, also on
         error or cancellation, all of them at the same time.
 
     Raises:
-        ConfigurationError: Unknown ``kind``, or a device ordinal twice.
+        ConfigurationError: Unknown ``kind``, a device ordinal twice, or a
+            ``memory_limit`` that is not a positive byte count (or a list of one per
+            device).
         UnsupportedFeatureError: ``kind="cuda"`` and no usable GPU.
         ValueError: An empty list, or an entry that is not a non-negative ordinal.
     """
     checked = _checked_kind(kind)
     ordinals = _ordinals(devices)
+    check_memory_limit(memory_limit, None)
     async with contextlib.AsyncExitStack() as stack:
         backends = await _open_each(stack, checked, ordinals, cpu_workers, max_device_bytes)
-        group = DeviceGroup(backends)
+        group = DeviceGroup(backends, check_memory_limit(memory_limit, len(backends)))
         group._enter_open()
         if len(group) > 1:
             _log.info("device group opened", devices=" + ".join(group.device_names))

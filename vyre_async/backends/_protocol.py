@@ -41,6 +41,10 @@ class Backend(Protocol):
         """Unopened, open or closed."""
         ...
 
+    async def free_memory(self) -> int:
+        """Device bytes free now (the CPU backend: the host's available memory)."""
+        ...
+
     async def load_kernels(self, *kernels: Kernel) -> None:
         """Prepare kernels ahead of their first dispatch, off the event loop: the CUDA
         backend compiles and loads them, the CPU backend checks each has a reference."""

@@ -31,6 +31,9 @@ from ._memory import DeviceAllocation as DeviceAllocation
 from ._memory import DeviceMemoryPool as DeviceMemoryPool
 from ._memory import PinnedBuffer as PinnedBuffer
 from ._memory import PinnedHostPool as PinnedHostPool
+from ._peer import PeerRoute as PeerRoute
+from ._peer import copy_peer_async as copy_peer_async
+from ._peer import open_peer_route as open_peer_route
 
 __all__ = [
     "CUDA_ERROR_NOT_READY",
@@ -43,16 +46,19 @@ __all__ = [
     "EventPool",
     "KernelLauncher",
     "MemoryPoolStats",
+    "PeerRoute",
     "PinnedBuffer",
     "PinnedHostPool",
     "StreamPool",
     "bucket_capacity",
     "call",
     "check",
+    "copy_peer_async",
     "error_for",
     "event_query_failure",
     "failed_launch",
     "is_sticky",
     "kernel_launcher",
     "load_driver",
+    "open_peer_route",
 ]

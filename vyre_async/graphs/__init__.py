@@ -18,6 +18,11 @@ from ._io import read_graph_header as read_graph_header
 from ._mtx import load_matrix_market as load_matrix_market
 from ._npz import load_npz as load_npz
 from ._npz import save_npz as save_npz
+from ._partition import GraphPart as GraphPart
+from ._partition import VertexRanges as VertexRanges
+from ._partition import graph_part as graph_part
+from ._partition import part_graph_bytes as part_graph_bytes
+from ._partition import replica_graph_bytes as replica_graph_bytes
 from ._rmat import rmat as rmat
 from ._rmat import rmat_params as rmat_params
 from ._rmat_counter import RmatParams as RmatParams
@@ -30,14 +35,19 @@ from ._weights import with_uniform_weights as with_uniform_weights
 __all__ = [
     "CsrGraph",
     "GraphFileHeader",
+    "GraphPart",
     "RmatParams",
     "VertexIds",
+    "VertexRanges",
+    "graph_part",
     "load_edge_list",
     "load_graph",
     "load_matrix_market",
     "load_npz",
     "load_scipy_npz",
+    "part_graph_bytes",
     "read_graph_header",
+    "replica_graph_bytes",
     "rmat",
     "rmat_edges",
     "rmat_params",

@@ -8,7 +8,9 @@ its kind (:mod:`vyre_async.algorithms`) on one replica of the graph.
 A session over a device group keeps one replica per device: each query (and, with
 batching, each batch) runs on the replica with the least work running, so batches
 spread over devices by queue depth; a replica whose device is lost is taken out and
-its work runs again on the others.
+its work runs again on the others. Where a copy does not fit every device's budget,
+the graph is split in vertex ranges over the devices instead (:mod:`._partition`)
+and each query runs on all of them through its kind's ``run_partitioned``.
 
 The session knows no kind: :meth:`ResidentGraphSession.query` and
 :meth:`~ResidentGraphSession.query_many` run any registered kind, and the typed
@@ -45,11 +47,12 @@ from ..algorithms.ppr import (
     top_ranks,
 )
 from ..algorithms.sssp import SSSP, SsspParams
-from ..backends import Backend, DeviceGroup, check_out, is_foreign
+from ..backends import Backend, DeviceGroup, Placement, check_out, is_foreign
 from ..batching import DynamicBatcher
-from ..errors import ValidationError
+from ..errors import UnsupportedFeatureError, ValidationError
 from ..graphs import CsrGraph
 from ._batched import BatchedQueries, BatchingConfig, to_device_array
+from ._partition import GraphPartition, place_graph
 from ._query_block import QueryBlock
 from ._replica import SessionHooks
 from ._replicas import ReplicaSet
@@ -95,6 +98,7 @@ class ResidentGraphSession(BatchedQueries, AsyncLifecycle):
     ) -> None:
         if not isinstance(graph, CsrGraph):
             raise TypeError(f"resident_graph takes a CsrGraph, got {type(graph).__name__}")
+        self._group = backend if isinstance(backend, DeviceGroup) else None
         if isinstance(backend, DeviceGroup):
             backends = list(backend.backends)
         elif isinstance(backend, Sequence):
@@ -105,6 +109,8 @@ class ResidentGraphSession(BatchedQueries, AsyncLifecycle):
         self._counters = RunCounters()
         hooks = SessionHooks(self._counters, self._check_open, self._is_open)
         self._replicas = ReplicaSet(backends, graph, hooks)
+        self._placement: Placement | None = None
+        self._partition: GraphPartition | None = None
         self._batching = batching
         self._batcher: DynamicBatcher[QueryBlock, Any] | None = None
         self._background = BackgroundTasks(self._noun)
@@ -118,8 +124,23 @@ class ResidentGraphSession(BatchedQueries, AsyncLifecycle):
     async def __aenter__(self) -> Self:
         self._enter_open()
         try:
-            await self._replicas.upload()
-            if self._batching is not None:
+            group = self._group
+            if group is not None and (
+                len(group) > 1 or any(limit is not None for limit in group.memory_limits)
+            ):
+                self._placement = await place_graph(group, self._graph)
+            if self._placement is not None and self._placement.mode == "partition":
+                self._partition = GraphPartition(
+                    self._group.backends if self._group is not None else (),
+                    self._graph,
+                    self._counters,
+                    self._check_open,
+                    self._is_open,
+                )
+                await self._partition.upload()
+            else:
+                await self._replicas.upload()
+            if self._batching is not None and self._partition is None:
                 await self._start_batcher(self._batching)
         except BaseException:
             try:
@@ -147,6 +168,8 @@ class ResidentGraphSession(BatchedQueries, AsyncLifecycle):
             finally:
                 await self._background.stop()
         self._enter_closed()
+        if self._partition is not None:
+            await self._partition.free_all()
         await self._replicas.free_all()
 
     async def _leave(self) -> None:
@@ -166,8 +189,22 @@ class ResidentGraphSession(BatchedQueries, AsyncLifecycle):
     # ----------------------------------------------------------------- replicas
     @property
     def devices(self) -> int:
-        """Replicas still in service (devices not lost)."""
+        """Replicas still in service (devices not lost); a split graph's devices."""
         return self._replicas.live
+
+    @property
+    def placement(self) -> Placement | None:
+        """How the graph was laid on a device group, and why (``None``: one device
+        without a ``memory_limit``, or not yet open)."""
+        return self._placement
+
+    @property
+    def device_graph_bytes(self) -> tuple[int, ...]:
+        """Device bytes of the graph on each device: a whole copy each where it is
+        replicated, each device's part where it is split."""
+        if self._partition is not None:
+            return self._partition.graph_bytes
+        return tuple(r.graph_bytes for r in self._replicas)
 
     # ------------------------------------------------------------- any kind
     async def query(
@@ -224,7 +261,9 @@ class ResidentGraphSession(BatchedQueries, AsyncLifecycle):
         queue_timeout: float | None,
     ) -> Any:
         """One query whose source and parameters are checked: through the batcher where
-        the kind coalesces, else on the least busy replica."""
+        the kind coalesces, else on the least busy replica (or the split graph)."""
+        if self._partition is not None:
+            return await _one_partitioned(self._partition, unit, params, source, out)
         if self._batcher is not None and unit.lanes > 1 and source is not None:
             answer = await self._submit_one(unit, params, source, priority, queue_timeout)
             if out is None:
@@ -274,6 +313,14 @@ class ResidentGraphSession(BatchedQueries, AsyncLifecycle):
         array = self._source_array(sources)
         if not len(array):
             return unit.no_rows(checked, self._graph.num_vertices)
+        if self._partition is not None:
+            # budget_bytes counts the graph; a split run's budget is besides its part.
+            if budget_bytes is not None:
+                budget_bytes = max(1, budget_bytes - max(self._partition.graph_bytes))
+            rows: np.ndarray = await unit.run_partitioned(
+                self._partition, checked, array, budget_bytes
+            )
+            return rows
         if self._batcher is not None and unit.lanes > 1:
             return await self._submit_many(unit, checked, array, priority, queue_timeout)
         return await self._replicas.run(lambda r: unit.run_many(r, checked, array, budget_bytes))
@@ -441,6 +488,17 @@ class ResidentGraphSession(BatchedQueries, AsyncLifecycle):
             raise ValidationError(f"k must be a non-negative int, got {k!r}", fix="pass k >= 0.")
         self._check_source(source)
         params = KhopParams(k=k, readback="levels")
+        if out is not None and self._partition is not None:
+            _host_out(KHOP, out)
+            if out.dtype != np.int32 or out.size < self._graph.num_vertices:
+                raise ValidationError(
+                    f"out is a {out.dtype} array of {out.size} element(s); this needs int32 "
+                    f"and at least {self._graph.num_vertices}",
+                    fix=f"pass np.empty({self._graph.num_vertices}, np.int32).",
+                )
+            found: np.ndarray = await self._one(KHOP, params, int(source), None, 0, None)
+            out.reshape(-1)[: len(found)] = found
+            return len(found)
         if out is not None:
             length: int = await self._replicas.run(
                 lambda r: KHOP.run_one(r, params, int(source), out)
@@ -823,6 +881,11 @@ class ResidentGraphSession(BatchedQueries, AsyncLifecycle):
     def stats(self) -> SessionStats:
         """What this session uploaded once and what its runs avoided, from telemetry."""
         replicas = self._replicas
+        if self._partition is not None:
+            parts = self._partition.graph_bytes
+            return self._counters.stats(
+                sum(parts), len(parts), copy_bytes=sum(parts), devices=len(parts)
+            )
         return self._counters.stats(
             sum(r.graph_bytes for r in replicas),
             sum(r.graph_allocations for r in replicas),
@@ -844,3 +907,31 @@ class ResidentGraphSession(BatchedQueries, AsyncLifecycle):
                 if count
                 else "the graph has no vertices.",
             )
+
+
+def _host_out(unit: QueryKind[Any], out: Any) -> None:
+    """Refuse a device array as ``out`` of a query on a split graph (its rows are put
+    together on the host)."""
+    if not isinstance(out, np.ndarray):
+        raise UnsupportedFeatureError(
+            f"a {unit.name!r} query on a graph split over several devices cannot write "
+            f"into a {type(out).__name__}",
+            fix="pass a NumPy array as out= (or leave it out), or raise the devices' "
+            "memory_limit so that the graph is replicated.",
+        )
+
+
+async def _one_partitioned(
+    partition: GraphPartition, unit: QueryKind[Any], params: Params, source: int | None, out: Any
+) -> Any:
+    """One query on a split graph: its kind's row (or answer), into ``out`` if given."""
+    if source is None:
+        answer = await unit.run_partitioned(partition, params, None)
+    else:
+        rows = await unit.run_partitioned(partition, params, np.array([source], np.int32))
+        answer = await unit.unpack(params, rows[0])
+    if out is None:
+        return answer
+    _host_out(unit, out)
+    np.copyto(out.reshape(-1), answer)
+    return out

@@ -30,9 +30,11 @@ def resident_graph(
 
     Args:
         backend: An open backend, or an open :class:`~vyre_async.backends.DeviceGroup`:
-            the graph is then replicated on each of its devices, and each analysis
-            (with ``batching``, each batch) runs on the least busy one; a device that
-            is lost is taken out and its work runs again on the others.
+            the graph is then replicated on each of its devices while a copy fits
+            every device's budget, and each analysis (with ``batching``, each batch)
+            runs on the least busy one; a device that is lost is taken out and its
+            work runs again on the others. Otherwise the graph is split in vertex
+            ranges over the devices (``session.placement`` says which, and why).
         graph: The graph; it is not copied on the host, only uploaded.
         batching: Coalesce concurrent ``bfs``/``khop``/``reach_count`` calls into
             multi-source traversals (``None``: every call runs alone).

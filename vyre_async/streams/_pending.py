@@ -117,6 +117,12 @@ class PendingDispatch(Generic[T]):
         """Whether the work has finished; never blocks."""
         return self._completion.done
 
+    @property
+    def error(self) -> BaseException | None:
+        """The work's failure once it has finished (``None``: it did not fail, or has
+        not finished); never blocks, and unlike an ``await`` counts no host wait."""
+        return self._completion.error
+
     def __await__(self) -> Generator[Any, None, T]:
         return self.wait().__await__()
 

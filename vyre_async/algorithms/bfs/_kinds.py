@@ -22,8 +22,17 @@ import numpy as np
 
 from ...backends import ResidentBuffer
 from ...errors import ValidationError
+from ...graphs import VertexRanges
 from ...kernels import Kernel
-from .._kind import DEFAULT_QUERY_BUDGET, Params, QueryKind, RecordField, Replica, Summary
+from .._kind import (
+    DEFAULT_QUERY_BUDGET,
+    Params,
+    Partition,
+    QueryKind,
+    RecordField,
+    Replica,
+    Summary,
+)
 from ..msbfs import (
     MSBFS_KERNELS,
     MSBFS_LANES_PER_WORD,
@@ -32,7 +41,11 @@ from ..msbfs import (
     MultiSourceTraversal,
     ScratchShape,
     allocate_scratch,
+    check_parted_readback,
     lane_chunks,
+    minimal_parted_bytes,
+    minimal_replica_bytes,
+    run_parted_traversals,
 )
 from ._compact import CompactScratch, check_vertex_out, compact_buffer_sizes, deliver_reached
 from ._compact_kernels import KHOP_KERNELS
@@ -192,6 +205,39 @@ class _Traversal(QueryKind[Any]):
             return np.array([answer], np.int32) if readback == "counts" else answer[None, :]
         return await _many(
             replica, sources, max_level, readback, self.targets(params), budget_bytes
+        )
+
+    def replica_scratch_bytes(self, num_vertices: int) -> int:
+        """The smallest multi-source traversal's bitsets (one lane word)."""
+        return minimal_replica_bytes(num_vertices)
+
+    def part_scratch_bytes(self, ranges: VertexRanges, part: int) -> int:
+        """The smallest partitioned traversal's buffers on ``part`` (one lane word)."""
+        return minimal_parted_bytes(ranges, part)
+
+    async def run_partitioned(
+        self,
+        partition: Partition,
+        params: Any,
+        sources: np.ndarray | None,
+        budget_bytes: int | None = None,
+    ) -> np.ndarray:
+        """One row per source on a graph split over several devices: levels ``(n, V)``
+        or counts ``(n,)``, as :meth:`run_many` gives them; every query (a lone one too)
+        runs as a partitioned multi-source traversal.
+
+        Raises:
+            UnsupportedFeatureError: A ``"targets"`` or ``"parents"`` readback.
+        """
+        if sources is None:
+            raise ValueError(f"a {self.name!r} query needs a source")
+        readback = check_parted_readback(self.readback(params))
+        return await run_parted_traversals(
+            partition,
+            sources,
+            max_level=self.max_level(params),
+            readback=readback,
+            budget_bytes=budget_bytes,
         )
 
     async def unpack(self, params: Any, row: np.ndarray) -> Any:

@@ -40,6 +40,19 @@ from ._layout import STATE_WIDTH as STATE_WIDTH
 from ._layout import STATE_WORDS as STATE_WORDS
 from ._layout import msbfs_hub_min_degree as msbfs_hub_min_degree
 from ._layout import msbfs_words as msbfs_words
+from ._part_kernels import MSBFS_PART_KERNELS as MSBFS_PART_KERNELS
+from ._part_layout import DIRECTION_MODES as DIRECTION_MODES
+from ._partitioned import Direction as Direction
+from ._partitioned import PartedReadback as PartedReadback
+from ._partitioned import PartedScratch as PartedScratch
+from ._partitioned import PartedTraversal as PartedTraversal
+from ._partitioned import allocate_parted_scratch as allocate_parted_scratch
+from ._partitioned import check_parted_readback as check_parted_readback
+from ._partitioned import minimal_parted_bytes as minimal_parted_bytes
+from ._partitioned import minimal_replica_bytes as minimal_replica_bytes
+from ._partitioned import parted_scratch_bytes as parted_scratch_bytes
+from ._partitioned import parted_words as parted_words
+from ._partitioned import run_parted_traversals as run_parted_traversals
 from ._plan import MultiQueryPlan as MultiQueryPlan
 from ._plan import QueryChunk as QueryChunk
 from ._plan import TraversalQuery as TraversalQuery
@@ -54,18 +67,24 @@ from ._run import ScratchShape as ScratchShape
 from ._run import allocate_scratch as allocate_scratch
 from ._run import free_scratch_buffers as free_scratch_buffers
 
-_register_builtin(*MSBFS_KERNELS)
+_register_builtin(*MSBFS_KERNELS, *MSBFS_PART_KERNELS)
 
 __all__ = [
+    "DIRECTION_MODES",
+    "Direction",
     "MSBFS_HUB_LANE_EDGES",
     "MSBFS_KERNELS",
     "MSBFS_LANES_PER_WORD",
     "MSBFS_MAX_WORDS",
+    "MSBFS_PART_KERNELS",
     "MSBFS_STATE_WORDS",
     "MSBFS_UNLIMITED",
     "MsbfsScratch",
     "MultiQueryPlan",
     "MultiSourceTraversal",
+    "PartedReadback",
+    "PartedScratch",
+    "PartedTraversal",
     "QueryChunk",
     "Readback",
     "STATE_ACTIVE",
@@ -83,10 +102,14 @@ __all__ = [
     "ScratchShape",
     "TraversalQuery",
     "TraversalShape",
+    "allocate_parted_scratch",
     "allocate_scratch",
+    "check_parted_readback",
     "chunk_bytes",
     "free_scratch_buffers",
     "lane_chunks",
+    "minimal_parted_bytes",
+    "minimal_replica_bytes",
     "msbfs_advance",
     "msbfs_count",
     "msbfs_expand",
@@ -99,5 +122,8 @@ __all__ = [
     "msbfs_record_levels",
     "msbfs_record_targets",
     "msbfs_words",
+    "parted_scratch_bytes",
+    "parted_words",
     "plan_multi_query",
+    "run_parted_traversals",
 ]

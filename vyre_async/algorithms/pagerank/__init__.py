@@ -17,6 +17,8 @@ from ._kernels import pr_renumber as pr_renumber
 from ._kernels import pr_update as pr_update
 from ._kind import PAGERANK as PAGERANK
 from ._kind import PagerankParams as PagerankParams
+from ._part_kernels import PAGERANK_PART_KERNELS as PAGERANK_PART_KERNELS
+from ._part_run import run_parted_pagerank as run_parted_pagerank
 from ._run import PagerankInputs as PagerankInputs
 from ._run import PagerankScratch as PagerankScratch
 from ._run import run_pagerank as run_pagerank
@@ -31,12 +33,13 @@ from ._state import STATE_LAST_DIFF as STATE_LAST_DIFF
 from ._state import STATE_MAX_ITER as STATE_MAX_ITER
 from ._state import STATE_TOL as STATE_TOL
 
-_register_builtin(*PAGERANK_KERNELS)
+_register_builtin(*PAGERANK_KERNELS, *PAGERANK_PART_KERNELS)
 _register(PAGERANK)
 
 __all__ = [
     "PAGERANK",
     "PAGERANK_KERNELS",
+    "PAGERANK_PART_KERNELS",
     "PR_MAX_ITER_LIMIT",
     "PR_STATE_WORDS",
     "PagerankInputs",
@@ -56,5 +59,6 @@ __all__ = [
     "pr_renumber",
     "pr_update",
     "run_pagerank",
+    "run_parted_pagerank",
     "shares_order",
 ]

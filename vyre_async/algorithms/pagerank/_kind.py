@@ -16,10 +16,12 @@ import numpy as np
 
 from ...backends import SequenceStep
 from ...errors import OutOfMemoryError, ValidationError
+from ...graphs import VertexRanges
 from ...kernels import Kernel
 from ...logging import get_logger
-from .._kind import Params, QueryKind, RecordField, Replica, Summary
+from .._kind import Params, Partition, QueryKind, RecordField, Replica, Summary
 from ._kernels import PAGERANK_KERNELS, pr_renumber
+from ._part_run import part_pagerank_bytes, run_parted_pagerank
 from ._run import PagerankInputs, PagerankScratch, run_pagerank, shares_order
 from ._state import PR_STATE_WORDS
 
@@ -102,6 +104,25 @@ class PagerankKind(QueryKind[PagerankParams]):
                 keep = True
             finally:
                 await replica.release(_SCRATCH_KEY, scratch, keep=keep)
+        return ranks
+
+    def part_scratch_bytes(self, ranges: VertexRanges, part: int) -> int:
+        """A split run's ranks, sums, slots and state on ``part``."""
+        return part_pagerank_bytes(ranges, part)
+
+    async def run_partitioned(
+        self,
+        partition: Partition,
+        params: PagerankParams,
+        sources: np.ndarray | None,
+        budget_bytes: int | None = None,
+    ) -> np.ndarray:
+        """PageRank on a graph split over several devices: the float32 ranks, as
+        :meth:`run_one` gives them (``sources`` and ``budget_bytes`` are not used)."""
+        async with partition.measure() as run:
+            ranks, run.levels = await run_parted_pagerank(
+                partition, params.damping, params.tol, params.max_iter
+            )
         return ranks
 
     def row_bytes(self, params: PagerankParams, num_vertices: int) -> int:

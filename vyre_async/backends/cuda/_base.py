@@ -154,6 +154,18 @@ class CudaBase(BackendCore[DeviceAllocation], CudaParts):
             )
         return self._device
 
+    async def free_memory(self) -> int:
+        """Device bytes free now (``cuMemGetInfo``), under ``max_device_bytes`` if set.
+
+        Memory this backend's pool keeps idle counts as used, as the driver sees it.
+        """
+        device = self._cuda()
+        free, _total = device.call(device.driver.cuMemGetInfo)
+        cap = self._pool_options[1]
+        if cap is not None:
+            free = min(int(free), max(0, cap - self._memory.live_bytes))
+        return int(free)
+
     def _check_healthy(self) -> None:
         if self._device is not None:
             self._device.health.check()
@@ -198,8 +210,8 @@ class CudaBase(BackendCore[DeviceAllocation], CudaParts):
         """The lane for work that must follow ``waits``: theirs when they share one (no
         cross-stream wait is then needed), else the next one round robin."""
         first = waits[0].fence
-        if first is None:
-            return self._next_lane()
+        if first is None or waits[0]._source is not self._watcher:
+            return self._next_lane()  # not yet enqueued, or on another device's stream
         lane: Lane = first.lane
         for earlier in waits:
             fence = earlier.fence
@@ -214,7 +226,11 @@ class CudaBase(BackendCore[DeviceAllocation], CudaParts):
             fence = earlier.fence
             if earlier._done or fence is None or fence.lane is lane:
                 continue  # done, enqueued later (waited for by its caller), or in order
-            event = self._watcher.seal(fence)
+            # A copy from another device joined that device's fence: its own watcher
+            # records the event (a stream may wait on another device's event).
+            owner = earlier._source
+            watcher = owner if isinstance(owner, CompletionWatcher) else self._watcher
+            event = watcher.seal(fence)
             if event is not None:
                 device.call(self._wait_event, lane.stream, event, 0)
 

@@ -1,0 +1,127 @@
+"""A graph split over two simulated CUDA devices: the CUDA backend's host path of a
+partitioned traversal (peer copies ordered between the devices' streams, or through
+host memory where peer access is refused) gives SciPy's levels, and frees everything."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+import cuda_sim
+import numpy as np
+import pytest
+from graph_references import pagerank_float64
+from partition_shapes import SHAPES, reference_rows, split_limit
+
+import vyre_async as va
+from vyre_async.algorithms.msbfs import MSBFS_PART_KERNELS
+from vyre_async.algorithms.pagerank import PAGERANK_PART_KERNELS
+
+
+class TwoDevices(cuda_sim.SimulatedDriver):
+    """The simulator with two devices (one memory), each its own context, and peer copies."""
+
+    #: What cuDeviceCanAccessPeer answers.
+    peer = 1
+
+    def cuDeviceGetCount(self) -> tuple[Any, int]:  # noqa: N802 - the driver's names
+        return (cuda_sim.OK, 2)
+
+    def cuDeviceGet(self, ordinal: int) -> tuple[Any, int]:  # noqa: N802
+        return (cuda_sim.OK, int(ordinal))
+
+    def cuDevicePrimaryCtxRetain(self, device: int) -> tuple[Any, int]:  # noqa: N802
+        return (cuda_sim.OK, 1 + int(device))
+
+    def cuMemGetInfo(self) -> tuple[Any, int, int]:  # noqa: N802
+        return (cuda_sim.OK, 80 << 30, 80 << 30)
+
+    def cuDeviceCanAccessPeer(self, device: int, peer: int) -> tuple[Any, int]:  # noqa: N802
+        return (cuda_sim.OK, self.peer)
+
+    def cuCtxEnablePeerAccess(self, context: int, flags: int) -> tuple[Any]:  # noqa: N802
+        self._count("cuCtxEnablePeerAccess")
+        return (cuda_sim.OK,)
+
+    def cuMemcpyPeerAsync(  # noqa: N802
+        self, dst: Any, dst_ctx: Any, src: Any, src_ctx: Any, nbytes: int, stream: Any
+    ) -> tuple[Any]:
+        self._count("cuMemcpyPeerAsync")
+        return self._copy(dst, src, nbytes, stream)
+
+
+def _install(monkeypatch: pytest.MonkeyPatch, peer: int) -> TwoDevices:
+    from vyre_async.backends.cuda import _launch as cuda_launch
+    from vyre_async.cuda import _driver
+
+    sim = TwoDevices((*MSBFS_PART_KERNELS, *PAGERANK_PART_KERNELS), lag=1)
+    sim._faults = {}
+    sim.peer = peer
+    monkeypatch.setattr(_driver, "_driver", sim)
+    monkeypatch.setattr(_driver, "_failure", None)
+    monkeypatch.setattr(cuda_launch, "compile_kernel", sim.compile)
+    return sim
+
+
+@pytest.mark.parametrize("peer", [1, 0], ids=["peer", "through_host"])
+async def test_split_traversal_on_two_simulated_devices_equals_scipy(
+    peer: int, rng: np.random.Generator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """bfs_many and PageRank over two CUDA backends (simulated), copies by
+    cuMemcpyPeerAsync: SciPy's levels, float64 ranks; peer access enabled only where
+    the pair allows it; nothing left allocated."""
+    sim = _install(monkeypatch, peer)
+    graph = SHAPES["random_directed"](rng)
+    sources = rng.integers(0, graph.num_vertices, 70).astype(np.int32)
+    async with va.open_devices("cuda", devices=[0, 1], memory_limit=split_limit(graph, 2)) as group:
+        before = [b.live_allocations() for b in group.backends]  # type: ignore[attr-defined]
+        async with va.resident_graph(group, graph) as session:
+            assert session.placement is not None
+            assert session.placement.mode == "partition"
+            levels = await session.bfs_many(sources)
+            ranks = await session.pagerank(tol=1e-7)
+            routes = session._partition.links.routes  # type: ignore[union-attr]
+        after = [b.live_allocations() for b in group.backends]  # type: ignore[attr-defined]
+    np.testing.assert_array_equal(levels, reference_rows(graph, sources))
+    np.testing.assert_allclose(ranks, pagerank_float64(graph, 0.85), rtol=1e-4, atol=1e-6)
+    assert routes[(0, 1)] == routes[(1, 0)] == ("peer" if peer else "host")
+    assert sim.calls.get("cuMemcpyPeerAsync", 0) > 0
+    assert sim.calls.get("cuCtxEnablePeerAccess", 0) == (2 if peer else 0)
+    assert after == before
+
+
+class RefusingCopies(TwoDevices):
+    """Two simulated devices whose driver refuses every copy between them."""
+
+    def cuMemcpyPeerAsync(  # noqa: N802 - the driver's name
+        self, dst: Any, dst_ctx: Any, src: Any, src_ctx: Any, nbytes: int, stream: Any
+    ) -> tuple[Any]:
+        self._count("cuMemcpyPeerAsync")
+        return (cuda_sim.R.CUDA_ERROR_INVALID_VALUE,)
+
+
+async def test_a_refused_copy_is_an_error_not_a_hang(
+    rng: np.random.Generator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The driver refuses the copies between devices: bfs_many raises a VyreError (no
+    hang), and the session still closes with nothing left allocated."""
+    from vyre_async.backends.cuda import _launch as cuda_launch
+    from vyre_async.cuda import _driver
+
+    sim = RefusingCopies(MSBFS_PART_KERNELS, lag=1)
+    sim._faults = {}
+    monkeypatch.setattr(_driver, "_driver", sim)
+    monkeypatch.setattr(_driver, "_failure", None)
+    monkeypatch.setattr(cuda_launch, "compile_kernel", sim.compile)
+    graph = SHAPES["random_symmetric"](rng)
+    with anyio.fail_after(60):
+        async with va.open_devices(
+            "cuda", devices=[0, 1], memory_limit=split_limit(graph, 2)
+        ) as group:
+            before = [b.live_allocations() for b in group.backends]  # type: ignore[attr-defined]
+            async with va.resident_graph(group, graph) as session:
+                with pytest.raises(va.VyreError, match="Fix:"):
+                    await session.bfs_many([0, 1, 2])
+            after = [b.live_allocations() for b in group.backends]  # type: ignore[attr-defined]
+    assert sim.calls["cuMemcpyPeerAsync"] > 0
+    assert after == before

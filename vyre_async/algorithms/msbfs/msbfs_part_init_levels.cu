@@ -1,0 +1,28 @@
+#include "msbfs_part_prelude.cuh"
+
+// levels[lane * nd + i]: 0 where vertex first + i is the lane's (valid) source, else -1.
+extern "C" __global__ void msbfs_part_init_levels(const long long* __restrict__ offsets,
+                                                  const int* __restrict__ sources,
+                                                  int* __restrict__ levels,
+                                                  const int* __restrict__ state,
+                                                  int part,
+                                                  long long chunk,
+                                                  long long n_total,
+                                                  long long n1,
+                                                  int lanes,
+                                                  long long lv)
+{
+    const long long nd = n1 - 1;
+    const long long first = (long long)part * chunk;
+    if (nd <= 0 || part < 0 || chunk < 1 || first + nd > n_total || lv < (long long)lanes * nd) {
+        return;
+    }
+    const unsigned long long* active = part_u64(state, PSTATE_ACTIVE);
+    const long long total = (long long)lanes * nd;
+    for (long long k = part_tid(); k < total; k += part_threads()) {
+        const long long lane = k / nd;
+        const long long i = k - lane * nd;
+        const bool on = lane < 64LL * PART_MAX_WORDS && ((active[lane >> 6] >> (lane & 63)) & 1ull);
+        levels[k] = (on && (long long)sources[lane] == first + i) ? 0 : -1;
+    }
+}
