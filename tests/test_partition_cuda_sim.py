@@ -24,15 +24,6 @@ class TwoDevices(cuda_sim.SimulatedDriver):
     #: What cuDeviceCanAccessPeer answers.
     peer = 1
 
-    def cuDeviceGetCount(self) -> tuple[Any, int]:  # noqa: N802 - the driver's names
-        return (cuda_sim.OK, 2)
-
-    def cuDeviceGet(self, ordinal: int) -> tuple[Any, int]:  # noqa: N802
-        return (cuda_sim.OK, int(ordinal))
-
-    def cuDevicePrimaryCtxRetain(self, device: int) -> tuple[Any, int]:  # noqa: N802
-        return (cuda_sim.OK, 1 + int(device))
-
     def cuMemGetInfo(self) -> tuple[Any, int, int]:  # noqa: N802
         return (cuda_sim.OK, 80 << 30, 80 << 30)
 
@@ -54,7 +45,7 @@ def _install(monkeypatch: pytest.MonkeyPatch, peer: int) -> TwoDevices:
     from vyre_async.backends.cuda import _launch as cuda_launch
     from vyre_async.cuda import _driver
 
-    sim = TwoDevices((*MSBFS_PART_KERNELS, *PAGERANK_PART_KERNELS), lag=1)
+    sim = TwoDevices((*MSBFS_PART_KERNELS, *PAGERANK_PART_KERNELS), lag=1, devices=2)
     sim._faults = {}
     sim.peer = peer
     monkeypatch.setattr(_driver, "_driver", sim)
@@ -108,7 +99,7 @@ async def test_a_refused_copy_is_an_error_not_a_hang(
     from vyre_async.backends.cuda import _launch as cuda_launch
     from vyre_async.cuda import _driver
 
-    sim = RefusingCopies(MSBFS_PART_KERNELS, lag=1)
+    sim = RefusingCopies(MSBFS_PART_KERNELS, lag=1, devices=2)
     sim._faults = {}
     monkeypatch.setattr(_driver, "_driver", sim)
     monkeypatch.setattr(_driver, "_failure", None)
