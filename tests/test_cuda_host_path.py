@@ -330,6 +330,37 @@ async def test_submit_returns_a_pending_dispatch_and_unawaited_outputs_survive_c
     np.testing.assert_allclose((await pending)["y"], axpy_ref(2.0, x, y), rtol=1e-6)
 
 
+async def test_work_whose_kernel_loads_after_submit_survives_an_immediate_close(
+    sim: cuda_sim.SimulatedDriver, rng: np.random.Generator
+) -> None:
+    """A backend closed right after submit() of kernels not loaded yet (and of large
+    inputs staged later) waits for that work: each gives its outputs, nothing leaks."""
+    x = rng.standard_normal(300).astype(np.float32)
+    big = rng.standard_normal(600_000).astype(np.float32)  # 2.4 MB: staged in a thread
+    async with va.open_backend("cuda") as backend:
+        pending = [backend.submit(axpy, {"x": x, "y": x}, a=float(a)) for a in range(8)]
+        pending.append(backend.submit(spin_kernel, {"x": x}, cycles=1))
+        pending.append(backend.submit(axpy, {"x": big, "y": big}, a=1.0))
+    left = (set(sim._device_blocks), set(sim._pinned))  # what the closed backend kept
+    outputs = [await p for p in pending]
+    for a, out in enumerate(outputs[:8]):
+        np.testing.assert_allclose(out["y"], axpy_ref(float(a), x, x), rtol=1e-6)
+    np.testing.assert_array_equal(outputs[8]["y"], x)
+    np.testing.assert_allclose(outputs[9]["y"], axpy_ref(1.0, big, big), rtol=1e-6)
+    assert left == (set(), set())
+
+
+async def test_submits_of_one_binding_while_its_kernel_loads_share_one_launch(
+    cuda: Any, rng: np.random.Generator
+) -> None:
+    """Several submit()s of one binding before its kernel loaded each answer, and keep
+    one cached launch between them (the fixture holds live allocations at baseline)."""
+    xs = [rng.standard_normal(256).astype(np.float32) for _ in range(6)]
+    pending = [cuda.submit(axpy, {"x": x, "y": x}, a=float(i)) for i, x in enumerate(xs)]
+    for i, (x, p) in enumerate(zip(xs, pending, strict=True)):
+        np.testing.assert_allclose((await p)["y"], axpy_ref(float(i), x, x), rtol=1e-6)
+
+
 async def test_a_kernel_not_loaded_yet_is_loaded_then_dispatched(
     cuda: Any, rng: np.random.Generator
 ) -> None:

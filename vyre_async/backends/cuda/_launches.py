@@ -47,6 +47,12 @@ class CudaLaunches(CudaBase):
             if loaded is None:
                 await self.load_kernels(kernel)
                 loaded = self._loaded(kernel)
+                # Another submission of these bindings may have made the launch while
+                # this one waited for the kernel: keep that one (a second would take
+                # the cache slot and strand the first one's staging).
+                launch = self._launches.get(key) if cache else None
+                if launch is not None:
+                    return launch
             launch = self._new_launch(call, loaded, scalars)
             if cache:
                 self._remember(key, launch)

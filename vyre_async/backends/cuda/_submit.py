@@ -88,6 +88,7 @@ class CudaSubmit(CudaBase):
                 self._task_group_or_raise().start_soon(
                     self._enqueue_later, launch, work, held, dict(scalars), waits, config
                 )
+                self._closing_waits_for(work)
             else:
                 self._enqueue_dispatch(
                     launch, work, inputs, waits, config.fixpoint_iterations, config.timing, None
@@ -124,7 +125,15 @@ class CudaSubmit(CudaBase):
             await self._enqueue_later(launch, work, held, scalars, waits, config)
 
         self._task_group_or_raise().start_soon(self._guarded, later, work)
+        self._closing_waits_for(work)
         return work
+
+    def _closing_waits_for(self, work: Work) -> None:
+        """Make ``aclose`` wait for work a task of the backend enqueues later: closing
+        must not free the kernels, pools and streams that task is about to use."""
+        in_flight = self._in_flight
+        in_flight.add(work)
+        work.add_done_callback(lambda: in_flight.discard(work))
 
     async def _guarded(self, fn: Callable[[], Coroutine[Any, Any, None]], work: Work) -> None:
         """Run a later enqueue; its failure belongs to the work's awaiter, not the group."""
