@@ -24,9 +24,6 @@ class TwoDevices(cuda_sim.SimulatedDriver):
     #: What cuDeviceCanAccessPeer answers.
     peer = 1
 
-    def cuMemGetInfo(self) -> tuple[Any, int, int]:  # noqa: N802
-        return (cuda_sim.OK, 80 << 30, 80 << 30)
-
     def cuDeviceCanAccessPeer(self, device: int, peer: int) -> tuple[Any, int]:  # noqa: N802
         return (cuda_sim.OK, self.peer)
 
