@@ -62,6 +62,26 @@ def test_cupys_launcher_is_used_with_the_real_bindings_when_it_declares_its_para
     assert (launcher.name, launcher.call, launcher.error) == ("cupy", launch, FakeDriverError)
 
 
+def test_cupys_driver_binds_libcuda_when_its_launcher_is_chosen(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """CuPy's driver module loads libcuda at its first call: the choice makes that call
+    (off the loop, in the backend's open), and a failing one keeps cuda-bindings."""
+    monkeypatch.delenv("VYRE_ASYNC_LAUNCHER", raising=False)
+    _cupy(monkeypatch)
+    module = sys.modules["cupy_backends.cuda.api.driver"]
+    calls: list[str] = []
+    module.ctxGetCurrent = lambda: calls.append("ctxGetCurrent") or 0  # type: ignore[attr-defined]
+    assert kernel_launcher(_bindings()).name == "cupy"
+    assert calls == ["ctxGetCurrent"]
+
+    def fails() -> int:
+        raise RuntimeError("CuPy failed to load libcuda.so.1")
+
+    module.ctxGetCurrent = fails  # type: ignore[attr-defined]
+    assert kernel_launcher(_bindings()).name == "cuda-bindings"
+
+
 def test_cuda_bindings_launch_without_cupy_with_a_stand_in_driver_or_when_asked(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

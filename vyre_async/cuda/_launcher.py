@@ -74,6 +74,10 @@ class KernelLauncher(NamedTuple):
 def kernel_launcher(driver: Any) -> KernelLauncher:
     """The launcher for ``driver`` (what :func:`~._driver.load_driver` returned).
 
+    CuPy's driver module finds and loads ``libcuda`` at its first call (file-system
+    work); a CuPy launcher is made to do that here, so call this off the event loop.
+    Where that first call fails, the cuda-bindings launcher is used.
+
     Raises:
         ValidationError: ``VYRE_ASYNC_LAUNCHER`` names no launcher.
     """
@@ -96,6 +100,12 @@ def kernel_launcher(driver: Any) -> KernelLauncher:
     if not (callable(launch) and doc.startswith(_CUPY_SIGNATURE)):
         return own
     if not (isinstance(error, type) and issubclass(error, Exception)):
+        return own
+    initialize = getattr(cupy_driver, "ctxGetCurrent", None)  # any call binds libcuda
+    try:
+        if callable(initialize):
+            initialize()
+    except Exception:  # CuPy could not load the driver: keep to cuda-bindings
         return own
     return KernelLauncher(launch, error, "cupy")
 

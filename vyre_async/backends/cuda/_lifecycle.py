@@ -100,7 +100,7 @@ class CudaLifecycle(CudaBase):
             self._producer_event = self._events.acquire()
             self._exports.attach(self._registry, device, self._watcher, self._export_stream)
             self._drv = driver
-            launcher = kernel_launcher(driver)
+            launcher = await anyio.to_thread.run_sync(kernel_launcher, driver)
             self._launch_kernel, self._launch_error = launcher.call, launcher.error
             self._launcher = launcher.name
             self._copy_in = driver.cuMemcpyHtoDAsync
