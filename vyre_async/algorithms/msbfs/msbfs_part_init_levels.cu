@@ -18,11 +18,13 @@ extern "C" __global__ void msbfs_part_init_levels(const long long* __restrict__ 
         return;
     }
     const unsigned long long* active = part_u64(state, PSTATE_ACTIVE);
-    const long long total = (long long)lanes * nd;
-    for (long long k = part_tid(); k < total; k += part_threads()) {
-        const long long lane = k / nd;
-        const long long i = k - lane * nd;
-        const bool on = lane < 64LL * PART_MAX_WORDS && ((active[lane >> 6] >> (lane & 63)) & 1ull);
-        levels[k] = (on && (long long)sources[lane] == first + i) ? 0 : -1;
+    // Lane by lane (a row each), so that no element pays a 64-bit division.
+    for (int lane = 0; lane < lanes; ++lane) {
+        const bool on = lane < 64 * PART_MAX_WORDS && ((active[lane >> 6] >> (lane & 63)) & 1ull);
+        const long long own = on ? (long long)sources[lane] - first : -1;
+        int* row = levels + (long long)lane * nd;
+        for (long long i = part_tid(); i < nd; i += part_threads()) {
+            row[i] = i == own ? 0 : -1;
+        }
     }
 }
