@@ -110,8 +110,8 @@ def part_valid(
     )
 
 
-def _blocks(items: int, per_block: int, cap: int = 4096) -> LaunchShape:
-    blocks = max(1, min(cap, -(-items // per_block)))
+def _blocks(items: int, per_block: int) -> LaunchShape:
+    blocks = max(1, min(4096, -(-items // per_block)))
     return LaunchShape(grid=(blocks, 1, 1), block=(_BLOCK, 1, 1))
 
 
@@ -123,11 +123,12 @@ def team_launch(sizes: Mapping[str, int]) -> LaunchShape:
 
 def hubs_launch(edges: str) -> Callable[[Mapping[str, int]], LaunchShape]:
     """A warp per chunk of the smallest hub degree (16 words) of the ``edges`` list,
-    capped; the kernels' warp-stride loops cover the rest."""
+    capped at 4,096 blocks (a level launches both hub kernels, one of which returns at
+    once); the kernels' warp-stride loops cover the rest."""
 
     def rule(sizes: Mapping[str, int]) -> LaunchShape:
         chunks = -(-sizes[edges] // (MSBFS_HUB_LANE_EDGES // MSBFS_MAX_WORDS))
-        return _blocks(32 * chunks, _BLOCK, cap=65535)
+        return _blocks(32 * chunks, _BLOCK)
 
     return rule
 
