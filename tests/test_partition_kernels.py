@@ -1,7 +1,7 @@
-"""How the split-graph kernels spread their work: edges, not only vertices, over the
-grid, so that a hub's list is cut over many warps (launch shapes, and the CPU
-references that describe which kernel walks which list), and traversals over hubs
-that take the cut equal SciPy."""
+"""How the split-graph kernels spread and bound their work: edges, not only vertices,
+over the grid, so that a hub's list is cut over many warps (launch shapes, and the CPU
+references that describe which kernel walks which list), traversals over hubs that take
+the cut equal SciPy, and level rows written only for lanes that are read back."""
 
 from __future__ import annotations
 
@@ -153,3 +153,27 @@ async def test_split_traversal_over_hubs_equals_scipy(
             direction=direction,  # type: ignore[arg-type]
         )
     np.testing.assert_array_equal(rows, reference_rows(graph, sources))
+
+
+def test_split_init_levels_fills_only_the_rows_of_lanes_with_a_source() -> None:
+    """msbfs_part_init_levels writes -1 (0 at the source) in the rows of lanes with a
+    valid source and leaves the other lanes' rows, never read back, as they are."""
+    nd, lanes = 6, 64
+    state = np.zeros(_part_layout.PSTATE_WORDS, np.int32)
+    state[_part_layout.PSTATE_ACTIVE] = 0b101  # lanes 0 and 2
+    sources = np.full(lanes, -1, np.int32)
+    sources[[0, 2]] = [9, 3]  # part 1 of chunk 6 owns vertices 6..11: lane 2's is not
+    levels = np.full(lanes * nd, 7, np.int32)
+    arrays = {"sources": sources, "levels": levels, "state": state, "offsets": np.zeros(nd + 1)}
+    scalars: dict[str, np.generic] = {
+        "part": np.int32(1),
+        "chunk": np.int64(nd),
+        "n_total": np.int64(2 * nd),
+        "n1": np.int64(nd + 1),
+        "lanes": np.int32(lanes),
+    }
+    msbfs_part.msbfs_part_init_levels_reference(arrays, scalars)
+    rows = levels.reshape(lanes, nd)
+    np.testing.assert_array_equal(rows[0], [-1, -1, -1, 0, -1, -1])
+    np.testing.assert_array_equal(rows[2], [-1] * nd)
+    assert (rows[[1, *range(3, lanes)]] == 7).all()

@@ -107,7 +107,8 @@ def msbfs_part_init_reference(arrays: Arrays, scalars: Scalars) -> None:
 
 
 def msbfs_part_init_levels_reference(arrays: Arrays, scalars: Scalars) -> None:
-    """CPU ``msbfs_part_init_levels``: 0 at each lane's own source vertex, else -1."""
+    """CPU ``msbfs_part_init_levels``: in the rows of lanes with a valid source, 0 at the
+    lane's source vertex, else -1; other rows (never read back) are left as they are."""
     nd = _int(scalars, "n1") - 1
     part, chunk, lanes = _int(scalars, "part"), _int(scalars, "chunk"), _int(scalars, "lanes")
     first = part * chunk
@@ -117,10 +118,10 @@ def msbfs_part_init_levels_reference(arrays: Arrays, scalars: Scalars) -> None:
     if levels.size < lanes * nd:
         return
     view = levels[: lanes * nd].reshape(lanes, nd)
-    view.fill(-1)
     active = _active(arrays["state"])
     lane_ids = np.arange(min(lanes, 64 * MSBFS_MAX_WORDS))
     on = ((active[lane_ids >> 6] >> (lane_ids & 63).astype(np.uint64)) & _ONE) != 0
+    view[lane_ids[on]] = -1
     sources = arrays["sources"][: lane_ids.size].astype(np.int64) - first
     hit = on & (sources >= 0) & (sources < nd)
     view[lane_ids[hit], sources[hit]] = 0
