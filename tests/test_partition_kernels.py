@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from partition_shapes import reference_rows, split_limit
+from partition_shapes import hub_graph, reference_rows, split_limit
 
 import vyre_async as va
 from vyre_async.algorithms.msbfs import (
@@ -19,7 +19,6 @@ from vyre_async.algorithms.msbfs import (
 from vyre_async.algorithms.msbfs import _part_reference as msbfs_part
 from vyre_async.algorithms.pagerank import _part_kernels as pagerank_part
 from vyre_async.algorithms.pagerank._part_state import PART_GATHER_CHUNK
-from vyre_async.graphs import CsrGraph
 
 _KERNELS = {k.name: k for k in MSBFS_PART_KERNELS}
 
@@ -110,34 +109,15 @@ def test_split_pull_leaves_a_hubs_in_list_to_the_hub_kernel() -> None:
     assert not arrays["next"][1:].any()
 
 
-def _hub_graph(rng: np.random.Generator, n: int, hub: int, degree: int) -> CsrGraph:
-    """Random edges among n vertices, and a hub with `degree` out- and in-edges."""
-    src = np.concatenate(
-        [rng.integers(0, n, 4 * n), np.full(degree, hub), rng.choice(n, degree, replace=False)]
-    )
-    dst = np.concatenate(
-        [rng.integers(0, n, 4 * n), rng.choice(n, degree, replace=False), np.full(degree, hub)]
-    )
-    return CsrGraph.from_edges(src, dst, n)
-
-
 @pytest.mark.parametrize("direction", ["top_down", "bottom_up", "auto"])
 @pytest.mark.parametrize("queries", [3, 130])
 async def test_split_traversal_over_hubs_equals_scipy(
     direction: str, queries: int, rng: np.random.Generator
 ) -> None:
-    """A hub whose lists span several hub chunks (one word: 8,192 edges a chunk; three
-    words: 2,048), on each of two devices: every level equals SciPy's."""
-    n = 20011
-    hubs = (5, n - 7)  # one in each device's range
-    degree = 3 * msbfs_hub_min_degree(1) // 2
-    graph = _hub_graph(rng, n, hubs[0], degree)
-    extra = _hub_graph(rng, n, hubs[1], degree)
-    graph = CsrGraph.from_edges(
-        np.concatenate([np.repeat(np.arange(n), np.diff(g.offsets)) for g in (graph, extra)]),
-        np.concatenate([graph.indices, extra.indices]),
-        n,
-    )
+    """Hubs whose lists span several hub chunks (one word: 8,192 edges a chunk; three
+    words: 2,048), one on each of two devices: every level equals SciPy's."""
+    graph = hub_graph(rng)
+    n = graph.num_vertices
     sources = rng.integers(0, n, queries).astype(np.int32)
     async with (
         va.open_devices("cpu", devices=[0, 1], memory_limit=split_limit(graph, 2)) as group,
