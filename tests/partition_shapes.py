@@ -56,6 +56,19 @@ SHAPES: dict[str, Callable[[np.random.Generator], CsrGraph]] = {
 }
 
 
+def hub_graph(rng: np.random.Generator) -> CsrGraph:
+    """20,011 vertices with random edges, and in each half of the range a hub with
+    12,288 distinct out- and in-neighbours: over two devices, each part's lists include
+    a hub's, longer than the split kernels' hub chunks at every lane width (8,192 edges
+    at one word)."""
+    n, degree = 20011, 12288
+    src, dst = [rng.integers(0, n, 8 * n)], [rng.integers(0, n, 8 * n)]
+    for hub in (5, n - 7):
+        src += [np.full(degree, hub), rng.choice(n, degree, replace=False)]
+        dst += [rng.choice(n, degree, replace=False), np.full(degree, hub)]
+    return CsrGraph.from_edges(np.concatenate(src), np.concatenate(dst), n)
+
+
 def split_limit(graph: CsrGraph, devices: int) -> int:
     """A per-device budget that the largest part fits and a whole copy does not (each
     with the largest of the registered kinds' smallest scratch, as placement counts)."""

@@ -7,7 +7,7 @@ import anyio
 import numpy as np
 import pytest
 from graph_references import pagerank_float64, scipy_levels
-from partition_shapes import SHAPES, reference_rows, split_limit
+from partition_shapes import SHAPES, hub_graph, reference_rows, split_limit
 
 import vyre_async as va
 from vyre_async.algorithms.msbfs import run_parted_traversals
@@ -117,6 +117,34 @@ async def test_every_level_one_way_on_gpus_equals_scipy(
                 direction=direction,  # type: ignore[arg-type]
             )
     np.testing.assert_array_equal(rows, reference_rows(graph, sources))
+
+
+@pytest.mark.parametrize("direction", ["top_down", "bottom_up", "auto"])
+@pytest.mark.parametrize("queries", [1, 130, 1024])
+async def test_hubs_on_gpus_equal_scipy(
+    direction: str, queries: int, rng: np.random.Generator
+) -> None:
+    """Hubs whose lists the split kernels cut into chunks over the grid (and lists long
+    enough for a warp each), on two GPUs: every level equals SciPy's, each direction,
+    one to sixteen lane words; PageRank equals float64 power iteration."""
+    graph = hub_graph(rng)
+    sources = rng.integers(0, graph.num_vertices, queries).astype(np.int32)
+    with anyio.fail_after(NO_HANG_S):
+        async with (
+            va.open_devices("cuda", devices=[0, 1], memory_limit=split_limit(graph, 2)) as group,
+            va.resident_graph(group, graph) as session,
+        ):
+            assert session._partition is not None
+            rows = await run_parted_traversals(
+                session._partition,
+                sources,
+                max_level=2**31 - 1,
+                readback="levels",
+                direction=direction,  # type: ignore[arg-type]
+            )
+            ranks = await session.pagerank(tol=1e-7)
+    np.testing.assert_array_equal(rows, reference_rows(graph, sources))
+    np.testing.assert_allclose(ranks, pagerank_float64(graph, 0.85), rtol=1e-4, atol=1e-6)
 
 
 async def test_without_peer_access_copies_go_through_host_memory(

@@ -17,12 +17,20 @@ A level on every device, the host waiting for none of it::
                                     into every other slot of send
              msbfs_part_push        top-down: or frontier words into the outbox words of
                                     the out-neighbours (their global places)
+             msbfs_part_push_hubs   the same for hubs' out-lists, cut into chunks of
+                                    edges over the grid
     copies:  slot d of each other device's send -> that device's slot of recv
     seq B:   msbfs_part_merge       top-down: own outbox slot | received slots, less visited
              msbfs_part_pull        bottom-up: in-neighbours' frontier words in recv
+             msbfs_part_pull_hubs   the same for hubs' in-lists, cut into chunks
              [msbfs_part_record_levels]
              msbfs_part_advance     next -> visited and own frontier; the new frontier's
                                     statistics into stats_out
+
+The push and the pull spread edges, not only vertices, over the grid, as the
+single-device ``msbfs_expand`` and ``msbfs_expand_hubs`` do: a team of lanes (one per
+word) walks a short list, the whole warp a longer one, and a hub's list (from
+``msbfs_hub_min_degree(W)`` edges) is cut into chunks of that many edges, a warp each.
 
 The copies move the same bytes whichever direction a level takes (one slot per ordered
 pair of devices), so the host can enqueue them before it is known: the direction is
@@ -49,7 +57,9 @@ from ._part_layout import (
     PSTATE_WORDS,
     count_launch,
     global_launch,
+    hubs_launch,
     local_launch,
+    team_launch,
 )
 from ._part_reference import (
     msbfs_part_advance_reference,
@@ -59,7 +69,9 @@ from ._part_reference import (
     msbfs_part_init_reference,
     msbfs_part_merge_reference,
     msbfs_part_pack_reference,
+    msbfs_part_pull_hubs_reference,
     msbfs_part_pull_reference,
+    msbfs_part_push_hubs_reference,
     msbfs_part_push_reference,
     msbfs_part_record_levels_reference,
 )
@@ -167,20 +179,21 @@ msbfs_part_pack = _kernel(
     msbfs_part_pack_reference,
 )
 
-msbfs_part_push = _kernel(
-    "msbfs_part_push",
-    (
-        _OFFSETS,
-        BufferParam("indices", np.int32, "in", "e"),
-        _RECV_IN,
-        BufferParam("send", np.uint64, "inout", "gw"),
-        _STATE_IN,
-        *_SPLIT,
-        ScalarParam("e", np.int64, default="e"),
-        _GW,
-    ),
-    lambda sizes: local_launch({"lw": sizes["v1"]}),
-    msbfs_part_push_reference,
+_PUSH_PARAMS = (
+    _OFFSETS,
+    BufferParam("indices", np.int32, "in", "e"),
+    _RECV_IN,
+    BufferParam("send", np.uint64, "inout", "gw"),
+    _STATE_IN,
+    *_SPLIT,
+    ScalarParam("e", np.int64, default="e"),
+    _GW,
+)
+
+msbfs_part_push = _kernel("msbfs_part_push", _PUSH_PARAMS, team_launch, msbfs_part_push_reference)
+
+msbfs_part_push_hubs = _kernel(
+    "msbfs_part_push_hubs", _PUSH_PARAMS, hubs_launch("e"), msbfs_part_push_hubs_reference
 )
 
 msbfs_part_merge = _kernel(
@@ -200,22 +213,23 @@ msbfs_part_merge = _kernel(
     msbfs_part_merge_reference,
 )
 
-msbfs_part_pull = _kernel(
-    "msbfs_part_pull",
-    (
-        _IN_OFFSETS,
-        BufferParam("in_indices", np.int32, "in", "ein"),
-        _RECV_IN,
-        BufferParam("visited", np.uint64, "in", "lw"),
-        BufferParam("next", np.uint64, "inout", "lw"),
-        _STATE_IN,
-        *_SPLIT,
-        ScalarParam("ein", np.int64, default="ein"),
-        _LW,
-        _GW,
-    ),
-    local_launch,
-    msbfs_part_pull_reference,
+_PULL_PARAMS = (
+    _IN_OFFSETS,
+    BufferParam("in_indices", np.int32, "in", "ein"),
+    _RECV_IN,
+    BufferParam("visited", np.uint64, "in", "lw"),
+    BufferParam("next", np.uint64, "inout", "lw"),
+    _STATE_IN,
+    *_SPLIT,
+    ScalarParam("ein", np.int64, default="ein"),
+    _LW,
+    _GW,
+)
+
+msbfs_part_pull = _kernel("msbfs_part_pull", _PULL_PARAMS, team_launch, msbfs_part_pull_reference)
+
+msbfs_part_pull_hubs = _kernel(
+    "msbfs_part_pull_hubs", _PULL_PARAMS, hubs_launch("ein"), msbfs_part_pull_hubs_reference
 )
 
 msbfs_part_record_levels = _kernel(
@@ -276,8 +290,10 @@ MSBFS_PART_KERNELS: tuple[Kernel, ...] = (
     msbfs_part_direction,
     msbfs_part_pack,
     msbfs_part_push,
+    msbfs_part_push_hubs,
     msbfs_part_merge,
     msbfs_part_pull,
+    msbfs_part_pull_hubs,
     msbfs_part_record_levels,
     msbfs_part_advance,
     msbfs_part_count,

@@ -5,10 +5,10 @@ See :mod:`._part_kernels` for how the kernels use them.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from ...kernels import LaunchShape
-from ._layout import MSBFS_MAX_WORDS
+from ._layout import MSBFS_HUB_LANE_EDGES, MSBFS_MAX_WORDS
 
 #: Level of the current frontier.
 PSTATE_LEVEL = 0
@@ -56,6 +56,12 @@ PULL_BETA = 24
 _BLOCK = 256
 _INIT_TILE = 1024
 _COUNT_TILE = 256
+#: Lists of fewer edges are walked by their vertex's team of lanes, longer ones by the
+#: whole warp; from ``msbfs_hub_min_degree(words)`` edges on, a hub's list is cut into
+#: chunks of that many edges over the grid (the ``*_hubs`` kernels), as on one device.
+_WIDE_MIN_DEGREE = 32
+#: Edges a lane loads before its next vote.
+_UNROLL = 4
 
 #: What ``msbfs_part_defines.cuh`` defines for the kernels' CUDA C (tests check it).
 PART_CUDA_DEFINES: dict[str, int] = {
@@ -80,6 +86,9 @@ PART_CUDA_DEFINES: dict[str, int] = {
     "PULL_BETA": PULL_BETA,
     "PART_INIT_TILE": _INIT_TILE,
     "PART_COUNT_TILE": _COUNT_TILE,
+    "PART_HUB_LANE_EDGES": MSBFS_HUB_LANE_EDGES,
+    "PART_WIDE_MIN_DEGREE": _WIDE_MIN_DEGREE,
+    "PART_UNROLL": _UNROLL,
 }
 
 
@@ -104,6 +113,24 @@ def part_valid(
 def _blocks(items: int, per_block: int) -> LaunchShape:
     blocks = max(1, min(4096, -(-items // per_block)))
     return LaunchShape(grid=(blocks, 1, 1), block=(_BLOCK, 1, 1))
+
+
+def team_launch(sizes: Mapping[str, int]) -> LaunchShape:
+    """Up to 16 lanes (a team of up to 16 words) per local vertex, capped; the kernels'
+    warp-stride loops cover the rest."""
+    return _blocks(MSBFS_MAX_WORDS * (sizes["v1"] - 1), _BLOCK)
+
+
+def hubs_launch(edges: str) -> Callable[[Mapping[str, int]], LaunchShape]:
+    """A warp per chunk of the smallest hub degree (16 words) of the ``edges`` list,
+    capped at 4,096 blocks (a level launches both hub kernels, one of which returns at
+    once); the kernels' warp-stride loops cover the rest."""
+
+    def rule(sizes: Mapping[str, int]) -> LaunchShape:
+        chunks = -(-sizes[edges] // (MSBFS_HUB_LANE_EDGES // MSBFS_MAX_WORDS))
+        return _blocks(32 * chunks, _BLOCK)
+
+    return rule
 
 
 def local_launch(sizes: Mapping[str, int]) -> LaunchShape:

@@ -10,7 +10,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from ._layout import MSBFS_MAX_WORDS
+from ._layout import MSBFS_MAX_WORDS, msbfs_hub_min_degree
 from ._part_layout import (
     BOTTOM_UP,
     PART_STATS,
@@ -107,7 +107,8 @@ def msbfs_part_init_reference(arrays: Arrays, scalars: Scalars) -> None:
 
 
 def msbfs_part_init_levels_reference(arrays: Arrays, scalars: Scalars) -> None:
-    """CPU ``msbfs_part_init_levels``: 0 at each lane's own source vertex, else -1."""
+    """CPU ``msbfs_part_init_levels``: in the rows of lanes with a valid source, 0 at the
+    lane's source vertex, else -1; other rows (never read back) are left as they are."""
     nd = _int(scalars, "n1") - 1
     part, chunk, lanes = _int(scalars, "part"), _int(scalars, "chunk"), _int(scalars, "lanes")
     first = part * chunk
@@ -117,10 +118,10 @@ def msbfs_part_init_levels_reference(arrays: Arrays, scalars: Scalars) -> None:
     if levels.size < lanes * nd:
         return
     view = levels[: lanes * nd].reshape(lanes, nd)
-    view.fill(-1)
     active = _active(arrays["state"])
     lane_ids = np.arange(min(lanes, 64 * MSBFS_MAX_WORDS))
     on = ((active[lane_ids >> 6] >> (lane_ids & 63).astype(np.uint64)) & _ONE) != 0
+    view[lane_ids[on]] = -1
     sources = arrays["sources"][: lane_ids.size].astype(np.int64) - first
     hit = on & (sources >= 0) & (sources < nd)
     view[lane_ids[hit], sources[hit]] = 0
@@ -161,7 +162,8 @@ def msbfs_part_direction_reference(arrays: Arrays, scalars: Scalars) -> None:
 
 
 def msbfs_part_pack_reference(arrays: Arrays, scalars: Scalars) -> None:
-    """CPU ``msbfs_part_pack``: a cleared outbox, or this device's frontier for the others."""
+    """CPU ``msbfs_part_pack``: a cleared outbox, or this device's frontier in the others'
+    slots (its own slot, unread on a bottom-up level, left as it is)."""
     state = arrays["state"]
     valid, nd, first = _geometry(arrays, scalars, None)
     if state[PSTATE_DONE] or not valid:
@@ -170,17 +172,25 @@ def msbfs_part_pack_reference(arrays: Arrays, scalars: Scalars) -> None:
     words, parts, part = _int(scalars, "words"), _int(scalars, "parts"), _int(scalars, "part")
     slot = _int(scalars, "chunk") * words
     send = arrays["send"]
-    send[: parts * slot] = 0
     if state[PSTATE_DIRECTION] == TOP_DOWN:
+        send[: parts * slot] = 0
         return
     own = arrays["recv"][first * words : first * words + nd * words]
     for e in range(parts):
         if e != part:
+            send[e * slot : (e + 1) * slot] = 0
             send[e * slot : e * slot + nd * words] = own
 
 
-def msbfs_part_push_reference(arrays: Arrays, scalars: Scalars) -> None:
-    """CPU ``msbfs_part_push``: frontier words or-ed into the out-neighbours' outbox words."""
+def _hubs(offsets: np.ndarray, nd: int, words: int) -> np.ndarray:
+    """Which of the ``nd`` vertices' lists are a hub's: ``msbfs_hub_min_degree(words)``
+    edges or more (the ``*_hubs`` kernels walk those, cut into chunks over the grid)."""
+    return np.diff(offsets[: nd + 1]) >= msbfs_hub_min_degree(words)
+
+
+def _push(arrays: Arrays, scalars: Scalars, hubs: bool) -> None:
+    """Or the frontier words of this device's hubs (or of its other vertices) into the
+    outbox words of their out-neighbours."""
     state = arrays["state"]
     valid, nd, first = _geometry(arrays, scalars, None)
     if state[PSTATE_DONE] or state[PSTATE_DIRECTION] != TOP_DOWN or not valid:
@@ -191,13 +201,25 @@ def msbfs_part_push_reference(arrays: Arrays, scalars: Scalars) -> None:
     degree = np.diff(offsets[: nd + 1])
     rows = np.repeat(np.arange(nd), degree)
     targets = indices[offsets[0] : offsets[nd]].astype(np.int64)
-    keep = (targets >= 0) & (targets < n_total)
+    keep = (targets >= 0) & (targets < n_total) & (_hubs(offsets, nd, words)[rows] == hubs)
     rows, targets = rows[keep], targets[keep]
     send = arrays["send"]
     for w in range(words):
         bits = own[rows, w]
         hot = bits != 0
         np.bitwise_or.at(send, targets[hot] * words + w, bits[hot])
+
+
+def msbfs_part_push_reference(arrays: Arrays, scalars: Scalars) -> None:
+    """CPU ``msbfs_part_push``: frontier words of the vertices other than hubs, or-ed into
+    their out-neighbours' outbox words."""
+    _push(arrays, scalars, hubs=False)
+
+
+def msbfs_part_push_hubs_reference(arrays: Arrays, scalars: Scalars) -> None:
+    """CPU ``msbfs_part_push_hubs``: the hubs' frontier words, or-ed into their
+    out-neighbours' outbox words."""
+    _push(arrays, scalars, hubs=True)
 
 
 def msbfs_part_merge_reference(arrays: Arrays, scalars: Scalars) -> None:
@@ -218,8 +240,10 @@ def msbfs_part_merge_reference(arrays: Arrays, scalars: Scalars) -> None:
     arrays["next"][:mine] = found & ~arrays["visited"][:mine] & active
 
 
-def msbfs_part_pull_reference(arrays: Arrays, scalars: Scalars) -> None:
-    """CPU ``msbfs_part_pull``: needed lanes found among the in-neighbours' frontier words."""
+def _pull(arrays: Arrays, scalars: Scalars, hubs: bool) -> None:
+    """The needed lanes of this device's hubs (or of its other vertices) found among
+    their in-neighbours' frontier words: or-ed into next for hubs, stored otherwise
+    (a hub's next words then stored as zero)."""
     state = arrays["state"]
     valid, nd, _ = _geometry(arrays, scalars, "visited")
     if state[PSTATE_DONE] or state[PSTATE_DIRECTION] != BOTTOM_UP or not valid:
@@ -234,10 +258,29 @@ def msbfs_part_pull_reference(arrays: Arrays, scalars: Scalars) -> None:
     need = (np.tile(_active(state)[:words], nd) & ~arrays["visited"][: nd * words]).reshape(
         nd, words
     )
+    hub = _hubs(offsets, nd, words)
+    need[hub != hubs] = 0
     found = np.zeros((nd, words), np.uint64)
     for w in range(words):
         np.bitwise_or.at(found[:, w], rows, recv[sources * words + w])
-    arrays["next"][: nd * words] = (found & need).reshape(-1)
+    fresh = (found & need).reshape(-1)
+    if hubs:
+        arrays["next"][: nd * words] |= fresh
+    else:
+        arrays["next"][: nd * words] = fresh
+
+
+def msbfs_part_pull_reference(arrays: Arrays, scalars: Scalars) -> None:
+    """CPU ``msbfs_part_pull``: the needed lanes of the vertices other than hubs, found
+    among their in-neighbours' frontier words; every next word is stored (a hub's as
+    zero)."""
+    _pull(arrays, scalars, hubs=False)
+
+
+def msbfs_part_pull_hubs_reference(arrays: Arrays, scalars: Scalars) -> None:
+    """CPU ``msbfs_part_pull_hubs``: the hubs' needed lanes found among their
+    in-neighbours' frontier words, or-ed into next."""
+    _pull(arrays, scalars, hubs=True)
 
 
 def msbfs_part_record_levels_reference(arrays: Arrays, scalars: Scalars) -> None:

@@ -35,7 +35,9 @@ from ._part_kernels import (
     msbfs_part_merge,
     msbfs_part_pack,
     msbfs_part_pull,
+    msbfs_part_pull_hubs,
     msbfs_part_push,
+    msbfs_part_push_hubs,
     msbfs_part_record_levels,
 )
 from ._part_layout import (
@@ -243,18 +245,15 @@ def _bind(
             },
             split,
         ),
-        Step(
-            msbfs_part_push,
-            {
-                "offsets": offsets,
-                "indices": graph["indices"],
-                "recv": mine["recv"],
-                "send": mine["send"],
-                "state": state,
-            },
-            split,
-        ),
     ]
+    push = {
+        "offsets": offsets,
+        "indices": graph["indices"],
+        "recv": mine["recv"],
+        "send": mine["send"],
+        "state": state,
+    }
+    first_half += [Step(msbfs_part_push, push, split), Step(msbfs_part_push_hubs, push, split)]
     local = {"visited": mine["visited"], "next": mine["next"], "state": state}
     second_half = [
         Step(
@@ -262,17 +261,15 @@ def _bind(
             {"offsets": offsets, "recv": mine["recv"], "send": mine["send"], **local},
             split,
         ),
-        Step(
-            msbfs_part_pull,
-            {
-                "in_offsets": in_offsets,
-                "in_indices": graph["in_indices"],
-                "recv": mine["recv"],
-                **local,
-            },
-            split,
-        ),
     ]
+    pull = {
+        "in_offsets": in_offsets,
+        "in_indices": graph["in_indices"],
+        "recv": mine["recv"],
+        **local,
+    }
+    # The hubs' pull after the others': the pull stores every next word, a hub's as 0.
+    second_half += [Step(msbfs_part_pull, pull, split), Step(msbfs_part_pull_hubs, pull, split)]
     if levels is not None:
         second_half.append(
             Step(

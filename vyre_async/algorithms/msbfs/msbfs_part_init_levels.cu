@@ -1,6 +1,8 @@
 #include "msbfs_part_prelude.cuh"
 
-// levels[lane * nd + i]: 0 where vertex first + i is the lane's (valid) source, else -1.
+// levels[lane * nd + i] of every lane with a valid source: 0 where vertex first + i is
+// the lane's source, else -1. Rows of other lanes are never read back and are left as
+// they are (a lone query fills one row of its 64).
 extern "C" __global__ void msbfs_part_init_levels(const long long* __restrict__ offsets,
                                                   const int* __restrict__ sources,
                                                   int* __restrict__ levels,
@@ -18,11 +20,15 @@ extern "C" __global__ void msbfs_part_init_levels(const long long* __restrict__ 
         return;
     }
     const unsigned long long* active = part_u64(state, PSTATE_ACTIVE);
-    const long long total = (long long)lanes * nd;
-    for (long long k = part_tid(); k < total; k += part_threads()) {
-        const long long lane = k / nd;
-        const long long i = k - lane * nd;
-        const bool on = lane < 64LL * PART_MAX_WORDS && ((active[lane >> 6] >> (lane & 63)) & 1ull);
-        levels[k] = (on && (long long)sources[lane] == first + i) ? 0 : -1;
+    // Lane by lane (a row each), so that no element pays a 64-bit division.
+    for (int lane = 0; lane < lanes && lane < 64 * PART_MAX_WORDS; ++lane) {
+        if (((active[lane >> 6] >> (lane & 63)) & 1ull) == 0ull) {
+            continue;
+        }
+        const long long own = (long long)sources[lane] - first;
+        int* row = levels + (long long)lane * nd;
+        for (long long i = part_tid(); i < nd; i += part_threads()) {
+            row[i] = i == own ? 0 : -1;
+        }
     }
 }

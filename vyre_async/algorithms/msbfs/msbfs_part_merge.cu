@@ -1,4 +1,4 @@
-#include "msbfs_part_prelude.cuh"
+#include "msbfs_part_lists.cuh"
 
 // Top-down: this device's vertices' discoveries, or-ed from its own outbox slot and the
 // slots the others sent it, less what they had visited.
@@ -31,7 +31,8 @@ extern "C" __global__ void msbfs_part_merge(const long long* __restrict__ offset
                 found |= recv[(long long)e * slot + t];
             }
         }
-        const int w = (int)(t % words);
+        int w = 0;
+        part_split(t, words, &w);
         next[t] = found & ~visited[t] & part_active(state, w);
     }
 }

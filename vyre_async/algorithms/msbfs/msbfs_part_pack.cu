@@ -3,7 +3,8 @@
 // Fills what this device sends to the others this level. Top-down: a cleared outbox
 // (the push then ors discoveries into it, each vertex's words at its global place).
 // Bottom-up: this device's frontier in every other device's slot (the others' pull reads
-// it). Also clears this device's statistics for the level's advance.
+// it); its own slot, which nothing reads on such a level, is left as it is. Also clears
+// this device's statistics for the level's advance.
 extern "C" __global__ void msbfs_part_pack(const long long* __restrict__ offsets,
                                            const unsigned long long* __restrict__ recv,
                                            unsigned long long* __restrict__ send,
@@ -28,10 +29,13 @@ extern "C" __global__ void msbfs_part_pack(const long long* __restrict__ offsets
     const long long slot = chunk * words;
     const long long mine = nd * words;
     const unsigned long long* own = recv + (long long)part * slot;
-    const long long total = (long long)parts * slot;
-    for (long long k = part_tid(); k < total; k += part_threads()) {
-        const long long e = k / slot;
-        const long long j = k - e * slot;
-        send[k] = (top_down || e == part || j >= mine) ? 0ull : own[j];
+    for (int e = 0; e < parts; ++e) {
+        if (e == part && !top_down) {
+            continue;
+        }
+        unsigned long long* out = send + (long long)e * slot;
+        for (long long j = part_tid(); j < slot; j += part_threads()) {
+            out[j] = (top_down || j >= mine) ? 0ull : own[j];
+        }
     }
 }

@@ -1,4 +1,4 @@
-#include "msbfs_part_prelude.cuh"
+#include "msbfs_part_lists.cuh"
 
 // levels[lane * nd + i] = level + 1 for every lane that discovered vertex first + i.
 extern "C" __global__ void msbfs_part_record_levels(const long long* __restrict__ offsets,
@@ -18,12 +18,12 @@ extern "C" __global__ void msbfs_part_record_levels(const long long* __restrict_
     const int level = state[PSTATE_LEVEL] + 1;
     for (long long t = part_tid(); t < nd * words; t += part_threads()) {
         unsigned long long bits = next[t];
-        const long long i = t / words;
-        const long long w = t - i * words;
+        int w = 0;
+        const long long i = part_split(t, words, &w);
         while (bits != 0ull) {
             const int b = __ffsll((long long)bits) - 1;
             bits &= bits - 1ull;
-            levels[(64 * w + b) * nd + i] = level;
+            levels[(64LL * w + b) * nd + i] = level;
         }
     }
 }

@@ -14,7 +14,9 @@ waiting for none of it::
     prefix B:  pr_part_check    the group's dangling mass and last change, added in
                                 device order: stop, or carry on with the same numbers
                                 on every device
-               pr_part_gather   each own vertex sums its in-neighbours' shares
+               pr_part_gather   each own vertex adds its in-neighbours' shares to its
+                                sum; the in-edges, not the vertices, are split over
+                                the grid (a hub's in-list over many warps)
                pr_part_update   sums into ranks, this device's L1 change, one iteration
 
 Before the first iteration ``pr_part_init`` (uniform ranks, a fresh state). The state
@@ -35,7 +37,7 @@ from ._part_reference import (
     pr_part_share_reference,
     pr_part_update_reference,
 )
-from ._part_state import PART_STATE_WORDS
+from ._part_state import PART_GATHER_CHUNK, PART_STATE_WORDS
 
 __all__ = [
     "PAGERANK_PART_KERNELS",
@@ -151,7 +153,8 @@ pr_part_gather = _kernel(
         _NR,
         _GL,
     ),
-    grid_stride("nr", block=_BLOCK),
+    # One warp per chunk of in-edges (grid-stride beyond the cap), as pr_gather.
+    grid_stride("ein", block=_BLOCK, items_per_thread=PART_GATHER_CHUNK // 32, max_blocks=65535),
     pr_part_gather_reference,
 )
 

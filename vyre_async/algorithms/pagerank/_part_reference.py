@@ -126,10 +126,15 @@ def pr_part_check_reference(arrays: Arrays, scalars: Scalars) -> None:
 
 
 def pr_part_gather_reference(arrays: Arrays, scalars: Scalars) -> None:
-    """CPU ``pr_part_gather``: each vertex's in-neighbours' shares, summed."""
+    """CPU ``pr_part_gather``: each vertex's in-neighbours' shares, added to its sum.
+
+    The device splits the in-edges into warp tasks and adds each task's partial sum of
+    a vertex with an atomic; the sums start at zero (``pr_part_init``,
+    ``pr_part_update``), so the result is the whole sum, here taken in float64.
+    """
     state = arrays["state"]
     nd = _int(scalars, "n1") - 1
-    if state[PART_DONE] != 0 or not _valid(arrays, scalars, nd):
+    if state[PART_DONE] != 0 or nd <= 0 or not _valid(arrays, scalars, nd):
         return
     chunk, n_total = _int(scalars, "chunk"), _int(scalars, "n_total")
     offsets, indices = arrays["in_offsets"], arrays["in_indices"]
@@ -140,7 +145,8 @@ def pr_part_gather_reference(arrays: Arrays, scalars: Scalars) -> None:
     owner = sources // chunk
     shares = arrays["recv"][owner * (chunk + PART_HEADER) + (sources - owner * chunk)]
     pulled = np.bincount(rows, weights=shares.astype(np.float64), minlength=nd)
-    arrays["sums"][:nd] = pulled.astype(np.float32)
+    sums = arrays["sums"]
+    sums[:nd] = (sums[:nd] + pulled).astype(np.float32)
 
 
 def pr_part_update_reference(arrays: Arrays, scalars: Scalars) -> None:

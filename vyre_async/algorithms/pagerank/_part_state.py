@@ -23,6 +23,9 @@ PART_STATE_WORDS = 8
 #: Header floats after a slot's shares: its dangling mass and its last L1 change.
 PART_HEADER = 2
 
+#: In-edges per warp task of ``pr_part_gather``.
+PART_GATHER_CHUNK = 1024
+
 #: What ``pagerank_part_defines.cuh`` defines for the kernels' CUDA C (tests check it).
 PART_CUDA_DEFINES: dict[str, int] = {
     "PR_PART_DANGLING": PART_DANGLING,
@@ -34,12 +37,14 @@ PART_CUDA_DEFINES: dict[str, int] = {
     "PR_PART_LAST_DIFF": PART_LAST_DIFF,
     "PR_PART_LOCAL_DANGLING": PART_LOCAL_DANGLING,
     "PR_PART_HEADER": PART_HEADER,
+    "PR_PART_GATHER_CHUNK": PART_GATHER_CHUNK,
 }
 
 __all__ = [
     "PART_CUDA_DEFINES",
     "PART_DANGLING",
     "PART_DONE",
+    "PART_GATHER_CHUNK",
     "PART_HEADER",
     "PART_ITERATIONS",
     "PART_LAST_DIFF",

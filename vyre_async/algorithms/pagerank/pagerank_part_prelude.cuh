@@ -4,7 +4,8 @@
 // [part * chunk, part * chunk + nd). A slot of `chunk + 2` floats carries one device's
 // shares (rank / out-degree of its vertices) and two header floats: its dangling mass
 // and its L1 change of the last iteration. recv holds every device's slot, its own
-// included, so vertex u's share is at recv[(u / chunk) * (chunk + 2) + u % chunk].
+// included, so vertex u's share is at recv[(u / chunk) * (chunk + 2) + u % chunk], that
+// is recv[u + (u / chunk) * 2].
 #include "pagerank_part_defines.cuh"
 
 

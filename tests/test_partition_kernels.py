@@ -1,0 +1,159 @@
+"""How the split-graph kernels spread and bound their work: edges, not only vertices,
+over the grid, so that a hub's list is cut over many warps (launch shapes, and the CPU
+references that describe which kernel walks which list), traversals over hubs that take
+the cut equal SciPy, and level rows written only for lanes that are read back."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from partition_shapes import hub_graph, reference_rows, split_limit
+
+import vyre_async as va
+from vyre_async.algorithms.msbfs import (
+    MSBFS_PART_KERNELS,
+    _part_layout,
+    msbfs_hub_min_degree,
+    run_parted_traversals,
+)
+from vyre_async.algorithms.msbfs import _part_reference as msbfs_part
+from vyre_async.algorithms.pagerank import _part_kernels as pagerank_part
+from vyre_async.algorithms.pagerank._part_state import PART_GATHER_CHUNK
+
+_KERNELS = {k.name: k for k in MSBFS_PART_KERNELS}
+
+
+def test_split_pagerank_gather_gives_a_hubs_in_list_many_warps() -> None:
+    """pr_part_gather launches a warp per PART_GATHER_CHUNK in-edges: one vertex with
+    2**20 in-edges gets 1,024 warps, not one thread."""
+    edges = 1 << 20
+    shape = pagerank_part.pr_part_gather.launch({"nr": 1, "v1": 2, "ein": edges, "gl": 4})
+    warps = shape.grid[0] * shape.threads_per_block // 32
+    assert warps == edges // PART_GATHER_CHUNK
+
+
+@pytest.mark.parametrize(
+    ("name", "edges"), [("msbfs_part_push_hubs", "e"), ("msbfs_part_pull_hubs", "ein")]
+)
+def test_split_traversal_hub_kernels_give_a_hubs_list_many_warps(name: str, edges: str) -> None:
+    """The hub kernels launch a warp per chunk of the smallest hub degree: one vertex
+    with 2**20 edges gets a warp per msbfs_hub_min_degree(16) of them."""
+    count = 1 << 20
+    shape = _KERNELS[name].launch({"v1": 2, "lw": 16, "gw": 16, edges: count})
+    warps = shape.grid[0] * shape.threads_per_block // 32
+    assert warps == count // msbfs_hub_min_degree(16)
+
+
+def _one_part(
+    n: int, words: int, direction: int
+) -> tuple[dict[str, np.ndarray], dict[str, np.generic]]:
+    """Buffers and scalars of a split over one device, frontier and state cleared."""
+    state = np.zeros(_part_layout.PSTATE_WORDS, np.int32)
+    state[_part_layout.PSTATE_DIRECTION] = direction
+    state[_part_layout.PSTATE_ACTIVE : _part_layout.PSTATE_ACTIVE + 2 * words] = -1  # all lanes
+    arrays = {
+        "recv": np.zeros(n * words, np.uint64),
+        "send": np.zeros(n * words, np.uint64),
+        "visited": np.zeros(n * words, np.uint64),
+        "next": np.zeros(n * words, np.uint64),
+        "state": state,
+    }
+    scalars: dict[str, np.generic] = {
+        "parts": np.int32(1),
+        "part": np.int32(0),
+        "chunk": np.int64(n),
+        "words": np.int32(words),
+        "n_total": np.int64(n),
+        "n1": np.int64(n + 1),
+    }
+    return arrays, scalars
+
+
+def _star(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Offsets and indices of lists where vertex 0 links to every other vertex and the
+    others' are empty (bound as out-lists or as in-lists)."""
+    offsets = np.full(n + 1, n - 1, np.int64)
+    offsets[0] = 0
+    return offsets, np.arange(1, n, dtype=np.int32)
+
+
+def test_split_push_leaves_a_hubs_out_list_to_the_hub_kernel() -> None:
+    """Top-down, msbfs_part_push skips a vertex of hub out-degree; msbfs_part_push_hubs
+    ors its frontier word into every out-neighbour's outbox word."""
+    words = 1
+    n = msbfs_hub_min_degree(words) + 2
+    arrays, scalars = _one_part(n, words, _part_layout.TOP_DOWN)
+    arrays["offsets"], arrays["indices"] = _star(n)
+    arrays["recv"][0] = 0b101
+    msbfs_part.msbfs_part_push_reference(arrays, scalars)
+    assert not arrays["send"].any()
+    msbfs_part.msbfs_part_push_hubs_reference(arrays, scalars)
+    assert arrays["send"][0] == 0
+    assert (arrays["send"][1:] == 0b101).all()
+
+
+def test_split_pull_leaves_a_hubs_in_list_to_the_hub_kernel() -> None:
+    """Bottom-up, msbfs_part_pull stores a hub's next word as zero; msbfs_part_pull_hubs
+    ors in the lanes its in-neighbours' frontier words hold."""
+    words = 1
+    n = msbfs_hub_min_degree(words) + 2
+    arrays, scalars = _one_part(n, words, _part_layout.BOTTOM_UP)
+    arrays["in_offsets"], arrays["in_indices"] = _star(n)
+    arrays["recv"][n - 1] = 0b110
+    arrays["visited"][0] = 0b010
+    arrays["next"][0] = 0b1000  # stale: the pull stores every word
+    msbfs_part.msbfs_part_pull_reference(arrays, scalars)
+    assert not arrays["next"].any()
+    msbfs_part.msbfs_part_pull_hubs_reference(arrays, scalars)
+    assert arrays["next"][0] == 0b100
+    assert not arrays["next"][1:].any()
+
+
+@pytest.mark.parametrize("direction", ["top_down", "bottom_up", "auto"])
+@pytest.mark.parametrize("queries", [3, 130])
+async def test_split_traversal_over_hubs_equals_scipy(
+    direction: str, queries: int, rng: np.random.Generator
+) -> None:
+    """Hubs whose lists span several hub chunks (one word: 8,192 edges a chunk; three
+    words: 2,048), one on each of two devices: every level equals SciPy's."""
+    graph = hub_graph(rng)
+    n = graph.num_vertices
+    sources = rng.integers(0, n, queries).astype(np.int32)
+    async with (
+        va.open_devices("cpu", devices=[0, 1], memory_limit=split_limit(graph, 2)) as group,
+        va.resident_graph(group, graph) as session,
+    ):
+        partition = session._partition
+        assert partition is not None
+        rows = await run_parted_traversals(
+            partition,
+            sources,
+            max_level=2**31 - 1,
+            readback="levels",
+            direction=direction,  # type: ignore[arg-type]
+        )
+    np.testing.assert_array_equal(rows, reference_rows(graph, sources))
+
+
+def test_split_init_levels_fills_only_the_rows_of_lanes_with_a_source() -> None:
+    """msbfs_part_init_levels writes -1 (0 at the source) in the rows of lanes with a
+    valid source and leaves the other lanes' rows, never read back, as they are."""
+    nd, lanes = 6, 64
+    state = np.zeros(_part_layout.PSTATE_WORDS, np.int32)
+    state[_part_layout.PSTATE_ACTIVE] = 0b101  # lanes 0 and 2
+    sources = np.full(lanes, -1, np.int32)
+    sources[[0, 2]] = [9, 3]  # part 1 of chunk 6 owns vertices 6..11: lane 2's is not
+    levels = np.full(lanes * nd, 7, np.int32)
+    arrays = {"sources": sources, "levels": levels, "state": state, "offsets": np.zeros(nd + 1)}
+    scalars: dict[str, np.generic] = {
+        "part": np.int32(1),
+        "chunk": np.int64(nd),
+        "n_total": np.int64(2 * nd),
+        "n1": np.int64(nd + 1),
+        "lanes": np.int32(lanes),
+    }
+    msbfs_part.msbfs_part_init_levels_reference(arrays, scalars)
+    rows = levels.reshape(lanes, nd)
+    np.testing.assert_array_equal(rows[0], [-1, -1, -1, 0, -1, -1])
+    np.testing.assert_array_equal(rows[2], [-1] * nd)
+    assert (rows[[1, *range(3, lanes)]] == 7).all()
