@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +25,6 @@ import cuda_sim
 CHAIN = (
     "devices_checked",
     "job_checked",
-    "graph_ready",
     "device_arrays",
     "first_block_started",
     "first_block_done",
@@ -59,6 +59,8 @@ async def test_a_jobs_log_holds_its_startup_stages_in_order(tmp_path: Path) -> N
     assert chain == sorted(chain)
     assert chain[0] >= 0
     assert chain[-1] <= summary.seconds + 1.0
+    # A generated graph waits for the devices' check, not for the output folder.
+    assert at[("devices_checked", None)] <= at[("graph_ready", None)] <= at[("device_arrays", None)]
     for device in ("0", "1"):
         uploaded = at[("graph_uploaded", device)]
         assert at[("graph_ready", None)] <= uploaded <= at[("first_block_started", None)]
@@ -124,5 +126,55 @@ async def test_each_device_starts_once_with_the_jobs_kernels_all_devices_at_once
         assert counts["bytes_to_device"] >= graph_bytes
     assert sim.apart == set(), "devices started or closed one after another"
     assert sim.live_contexts == 0
+    records = sorted(await committed(tmp_path / "out"), key=lambda r: r.id)
+    assert [r.reached for r in records] == [expected_reach(graph, s) for s in sources]
+
+
+async def test_a_cuda_jobs_graph_is_read_while_the_driver_initialises(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The simulated driver's initialisation (cuInit) waits until the graph file is
+    being read, which it is: the graph's read does not wait for the devices' check;
+    the job completes with SciPy's records."""
+    from vyre_async.cuda import _driver
+    from vyre_async.graphs import save_npz
+    from vyre_async.jobs.graph import _graph_prep
+
+    sim = cuda_sim.install(monkeypatch, devices=1)
+    reading = threading.Event()
+    overlapped: list[bool] = []
+
+    def initialise(import_module: object) -> cuda_sim.SimulatedDriver:
+        overlapped.append(reading.wait(timeout=10.0))  # only a failing run waits it out
+        return sim
+
+    read = _graph_prep.load_section_graph
+
+    def reading_graph(*args: Any) -> Any:
+        reading.set()
+        return read(*args)
+
+    monkeypatch.setattr(_driver, "_driver", None)
+    monkeypatch.setattr(_driver, "_initialise", initialise)
+    monkeypatch.setattr(_graph_prep, "load_section_graph", reading_graph)
+    graph = rmat_graph()
+    sources = random_sources(32, 4, graph.num_vertices)
+
+    async def by_scipy(session: object, workload: object, block: np.ndarray) -> BlockResult:
+        return BlockResult(np.array([expected_reach(graph, int(s)) for s in block]))
+
+    def write() -> Path:
+        save_npz(graph, tmp_path / "graph.npz")
+        path = write_job(tmp_path, [{"kind": "reach", "sources": sources}], job={"backend": "cuda"})
+        data = json.loads(path.read_text())
+        data["graph"] = {"kind": "npz", "path": "graph.npz"}
+        path.write_text(json.dumps(data))
+        return path
+
+    path = await anyio.to_thread.run_sync(write)
+    spec = await anyio.to_thread.run_sync(load_job, path)
+    summary = await JobRunner(spec, job_file=path, execute=by_scipy).run()
+    assert summary.status == "complete", summary.message
+    assert overlapped == [True]
     records = sorted(await committed(tmp_path / "out"), key=lambda r: r.id)
     assert [r.reached for r in records] == [expected_reach(graph, s) for s in sources]

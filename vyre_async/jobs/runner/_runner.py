@@ -56,13 +56,14 @@ from ...telemetry import (
     recording_startup,
     startup_stage,
 )
-from ..graph import job_fingerprint, prepare_job_graph
+from ..graph import job_fingerprint
 from ..output import LOG_FILE, Manifest, ManifestKey, ResultStore, record_layout
 from ..spec import JobSpec, resolve_sources
 from ._attempts import BlockAttempts
 from ._committer import Committer, Outcomes
 from ._execute import BlockExecutor, execute_block
 from ._executors import Executor, LocalExecutor, executor_for
+from ._graph_start import GraphStart
 from ._items import (
     ItemBlock,
     check_sources,
@@ -227,18 +228,50 @@ class JobRunner(Lifecycle):
         # When it started, for the summary; durations come from the monotonic clock.
         self._started_at = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
         self._started = time.monotonic()
-        await self._check_backend()
-        startup_stage("devices_checked")
-        # The device contexts are made while the job is checked and its graph prepared.
+        # The driver's check and the device contexts' warm-up start together (whichever
+        # thread loads the driver first initialises it; the other finds it loaded), and
+        # the graph is read meanwhile, once the job file passed its checks.
         self._warmup = ContextWarmup.start(self._backend_kind, self._devices, spec.job.executor)
-        # Everything refused before the folder is touched (validate checks the same).
-        check = await anyio.to_thread.run_sync(check_job, spec, self._job_file, self._out)
-        if check.folder is None:
-            raise ConfigurationError(
-                f"{self._job_file}: $.output.dir: no output folder is set",
-                fix="set dir in [output], or pass --out DIR.",
-            )
-        self._folder = check.folder
+        checked = anyio.Event()
+        refusal: list[VyreError] = []
+
+        async def check_backend() -> None:
+            try:
+                await self._check_backend()
+            except VyreError as exc:
+                refusal.append(exc)
+            finally:
+                checked.set()
+
+        async def backend_checked() -> None:
+            await checked.wait()
+            if refusal:
+                raise refusal[0]
+
+        graph = GraphStart(spec, self._job_file, self._backend_kind, self._devices, checked)
+        async with anyio.create_task_group() as start:
+            start.start_soon(check_backend)
+            # Everything refused before the folder is touched (validate checks the same).
+            try:
+                check = await anyio.to_thread.run_sync(check_job, spec, self._job_file, self._out)
+                if check.folder is None:
+                    raise ConfigurationError(
+                        f"{self._job_file}: $.output.dir: no output folder is set",
+                        fix="set dir in [output], or pass --out DIR.",
+                    )
+            except VyreError:
+                await backend_checked()  # a refused backend is reported first
+                raise
+            start.start_soon(graph.run)
+            await backend_checked()  # a refusal cancels the graph's preparation
+            startup_stage("devices_checked")
+            summary = await self._run_checked(check.folder, graph)
+        return summary
+
+    async def _run_checked(self, folder: Path, graph: GraphStart) -> JobSummary:
+        """Open the output folder and run the job (its graph being prepared)."""
+        spec = self._spec
+        self._folder = folder
         self._job_file_path = str(await anyio.to_thread.run_sync(self._job_file.resolve))
         fingerprint = await anyio.to_thread.run_sync(job_fingerprint, spec, self._job_file)
         store = await anyio.to_thread.run_sync(
@@ -261,8 +294,9 @@ class JobRunner(Lifecycle):
             self._startup.listen(self._log_startup)
             try:
                 if self._resume and store.manifest.complete:
+                    graph.cancel()
                     return await self._already_complete(store)
-                return await self._run_logged(store)
+                return await self._run_logged(store, graph)
             finally:
                 with anyio.CancelScope(shield=True):
                     await anyio.to_thread.run_sync(self._log_file.close)
@@ -315,7 +349,7 @@ class JobRunner(Lifecycle):
                 "of the ordinals 0 to n-1.",
             )
 
-    async def _run_logged(self, store: ResultStore) -> JobSummary:
+    async def _run_logged(self, store: ResultStore, start: GraphStart) -> JobSummary:
         spec = self._spec
         _log.info(
             "job_started",
@@ -326,10 +360,8 @@ class JobRunner(Lifecycle):
         )
         # Ray (when used) starts while the graph is prepared; the graph cache is written
         # in the background while the job runs.
-        async with self._connect_executor(), anyio.create_task_group() as background:
-            graph = await prepare_job_graph(
-                spec, self._job_file, self._backend_kind, self._devices, background
-            )
+        async with self._connect_executor():
+            graph = await start.take()
             out_degree = sources_out_degree(spec, graph)
             # Converting and checking 10^6 listed sources takes milliseconds: in a thread.
             listed = await anyio.to_thread.run_sync(listed_source_arrays, spec)
