@@ -266,7 +266,7 @@ class JobRunner(Lifecycle):
             await backend_checked()  # a refusal cancels the graph's preparation
             startup_stage("devices_checked")
             summary = await self._run_checked(check.folder, graph)
-        return summary
+        return summary  # noqa: RET504 - for mypy a task group may swallow a return's exception
 
     async def _run_checked(self, folder: Path, graph: GraphStart) -> JobSummary:
         """Open the output folder and run the job (its graph being prepared)."""
