@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import sys
 import threading
@@ -15,7 +16,7 @@ from job_files import committed, expected_reach, job_file, random_sources, rmat_
 
 from vyre_async.algorithms import lookup
 from vyre_async.cli import main
-from vyre_async.jobs import JobRunner, load_job
+from vyre_async.jobs import JobRunner, load_job, read_records
 from vyre_async.jobs.runner import BlockResult
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -130,17 +131,14 @@ async def test_each_device_starts_once_with_the_jobs_kernels_all_devices_at_once
     assert [r.reached for r in records] == [expected_reach(graph, s) for s in sources]
 
 
-async def test_a_cuda_jobs_graph_is_read_while_the_driver_initialises(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The simulated driver's initialisation (cuInit) waits until the graph file is
-    being read, which it is: the graph's read does not wait for the devices' check;
-    the job completes with SciPy's records."""
+def hold_driver_until_the_graph_is_read(
+    monkeypatch: pytest.MonkeyPatch, sim: cuda_sim.SimulatedDriver
+) -> list[bool]:
+    """Make the simulated driver's initialisation (cuInit) wait until a graph file is
+    being read; the list it returns gets, per initialisation, whether one was."""
     from vyre_async.cuda import _driver
-    from vyre_async.graphs import save_npz
     from vyre_async.jobs.graph import _graph_prep
 
-    sim = cuda_sim.install(monkeypatch, devices=1)
     reading = threading.Event()
     overlapped: list[bool] = []
 
@@ -157,27 +155,64 @@ async def test_a_cuda_jobs_graph_is_read_while_the_driver_initialises(
     monkeypatch.setattr(_driver, "_driver", None)
     monkeypatch.setattr(_driver, "_initialise", initialise)
     monkeypatch.setattr(_graph_prep, "load_section_graph", reading_graph)
+    return overlapped
+
+
+def write_npz_job(folder: Path, graph: Any, sources: list[int], **job: Any) -> Path:
+    """A CUDA job file over ``graph`` saved as ``folder/graph.npz``."""
+    from vyre_async.graphs import save_npz
+
+    save_npz(graph, folder / "graph.npz")
+    path = write_job(
+        folder, [{"kind": "reach", "sources": sources}], job={"backend": "cuda", **job}
+    )
+    data = json.loads(path.read_text())
+    data["graph"] = {"kind": "npz", "path": "graph.npz"}
+    path.write_text(json.dumps(data))
+    return path
+
+
+async def test_a_cuda_jobs_graph_is_read_while_the_driver_initialises(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The simulated driver's initialisation (cuInit) waits until the graph file is
+    being read, which it is: the graph's read does not wait for the devices' check;
+    the job completes with SciPy's records."""
+    sim = cuda_sim.install(monkeypatch, devices=1)
+    overlapped = hold_driver_until_the_graph_is_read(monkeypatch, sim)
     graph = rmat_graph()
     sources = random_sources(32, 4, graph.num_vertices)
 
     async def by_scipy(session: object, workload: object, block: np.ndarray) -> BlockResult:
         return BlockResult(np.array([expected_reach(graph, int(s)) for s in block]))
 
-    def write() -> Path:
-        save_npz(graph, tmp_path / "graph.npz")
-        path = write_job(tmp_path, [{"kind": "reach", "sources": sources}], job={"backend": "cuda"})
-        data = json.loads(path.read_text())
-        data["graph"] = {"kind": "npz", "path": "graph.npz"}
-        path.write_text(json.dumps(data))
-        return path
-
-    path = await anyio.to_thread.run_sync(write)
+    path = await anyio.to_thread.run_sync(write_npz_job, tmp_path, graph, sources)
     spec = await anyio.to_thread.run_sync(load_job, path)
     summary = await JobRunner(spec, job_file=path, execute=by_scipy).run()
     assert summary.status == "complete", summary.message
     assert overlapped == [True]
     records = sorted(await committed(tmp_path / "out"), key=lambda r: r.id)
     assert [r.reached for r in records] == [expected_reach(graph, s) for s in sources]
+
+
+def test_the_command_line_initialises_the_driver_once_while_the_graph_is_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``vyre-async run`` leaves the devices' check to the runner: the simulated
+    driver initialises once, while the job's graph file is read, and the run exits 0."""
+    sim = cuda_sim.install(monkeypatch, devices=1)
+    overlapped = hold_driver_until_the_graph_is_read(monkeypatch, sim)
+    graph = rmat_graph()
+    path = write_npz_job(tmp_path, graph, [0, 1, 2])
+
+    async def by_scipy(session: object, workload: object, block: np.ndarray) -> BlockResult:
+        return BlockResult(np.array([expected_reach(graph, int(s)) for s in block]))
+
+    monkeypatch.setattr("vyre_async.cli.JobRunner", functools.partial(JobRunner, execute=by_scipy))
+    assert main(["run", str(path)]) == 0, capsys.readouterr().err
+    assert overlapped == [True]
+    records = sorted(read_records(tmp_path / "out"), key=lambda r: r.id)
+    assert [r.reached for r in records] == [expected_reach(graph, s) for s in (0, 1, 2)]
 
 
 async def test_each_device_copies_a_large_graph_from_host_memory_all_at_once(

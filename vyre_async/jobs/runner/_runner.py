@@ -121,6 +121,10 @@ class JobRunner(Lifecycle):
         startup: The start-up timeline the run marks its stages on, up to its first
             commit, each logged as a ``startup`` event (the CLI passes one from the
             process's start); ``None``: one from the runner's making.
+        backend_refused: Makes the error a CUDA job raises where no GPU answers (or
+            an ordinal is beyond the driver's count) from the driver's reason: the
+            CLI's words and fix; ``None``: an ``UnsupportedFeatureError`` with the
+            Python API's fix.
     """
 
     _noun = "job runner"
@@ -145,6 +149,7 @@ class JobRunner(Lifecycle):
         on_exit_at_once: Callable[[JobSummary], None] | None = None,
         manifest_key: ManifestKey | None = None,
         startup: StartupTimeline | None = None,
+        backend_refused: Callable[[str], VyreError] | None = None,
     ) -> None:
         self._job_file = Path(job_file)
         # A spec made in code may still name sources files; load_job's are read already.
@@ -187,6 +192,7 @@ class JobRunner(Lifecycle):
         self._connection: Any = None  # what the executor connected (Ray: the cluster)
         self._warmup: ContextWarmup | None = None
         self._startup = startup if startup is not None else StartupTimeline(time.monotonic())
+        self._backend_refused = backend_refused
         self._attempts = BlockAttempts(
             spec,
             retry_rng if retry_rng is not None else np.random.default_rng(),
@@ -332,6 +338,8 @@ class JobRunner(Lifecycle):
             backend_unavailable_reason, self._backend_kind, self._devices, self._spec.job.executor
         )
         if reason is not None:
+            if self._backend_refused is not None:
+                raise self._backend_refused(reason)
             raise UnsupportedFeatureError(
                 f"job {self._spec.job.name!r} runs on the CUDA backend, and {reason}",
                 fix="run it where a GPU answers, or on the CPU backend: "
