@@ -261,3 +261,41 @@ async def test_each_device_copies_a_large_graph_from_host_memory_all_at_once(
     assert sim.apart == set(), "devices copied one after another"
     records = sorted(await committed(tmp_path / "out"), key=lambda r: r.id)
     assert [r.reached for r in records] == [expected_reach(graph, s) for s in sources]
+
+
+def test_the_command_line_starts_the_driver_before_it_configures_logging(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``vyre-async run`` of a CUDA job starts initialising the simulated driver before
+    it configures logging (which imports structlog), so the two overlap; it exits 0."""
+    from vyre_async import cli
+    from vyre_async.cuda import _driver
+
+    sim = cuda_sim.install(monkeypatch, devices=1)
+    began = threading.Event()
+    overlapped: list[bool] = []
+
+    def initialise(import_module: object) -> cuda_sim.SimulatedDriver:
+        began.set()
+        return sim
+
+    configure = cli.configure_logging
+
+    def configuring(*args: Any, **kwargs: Any) -> None:
+        overlapped.append(began.wait(timeout=10.0))  # only a failing run waits it out
+        configure(*args, **kwargs)
+
+    graph = rmat_graph()
+
+    async def by_scipy(session: object, workload: object, block: np.ndarray) -> BlockResult:
+        return BlockResult(np.array([expected_reach(graph, int(s)) for s in block]))
+
+    monkeypatch.setattr(_driver, "_driver", None)
+    monkeypatch.setattr(_driver, "_initialise", initialise)
+    monkeypatch.setattr(cli, "configure_logging", configuring)
+    monkeypatch.setattr(cli, "JobRunner", functools.partial(JobRunner, execute=by_scipy))
+    job = write_job(tmp_path, [{"kind": "reach", "sources": [0, 1, 2]}], job={"backend": "cuda"})
+    assert main(["run", str(job)]) == 0, capsys.readouterr().err
+    assert overlapped == [True]
+    records = sorted(read_records(tmp_path / "out"), key=lambda r: r.id)
+    assert [r.reached for r in records] == [expected_reach(graph, s) for s in (0, 1, 2)]

@@ -36,6 +36,7 @@ import msgspec
 
 from . import __version__
 from .backends import DeviceSelector, describe_machine
+from .cuda import start_loading_driver
 from .errors import ConfigurationError, UnsupportedFeatureError, ValidationError, VyreError
 from .jobs import (
     JobMetrics,
@@ -91,6 +92,8 @@ def _run(args: argparse.Namespace) -> int:
         print(f"vyre-async: {exc}", file=sys.stderr)
         return 2
     startup.mark("job_loaded")
+    if (args.backend or spec.job.backend) != "cpu" and spec.job.executor == "local":
+        start_loading_driver()  # cuInit while logging is configured and the runner starts
     log_format = args.log_format or spec.logging.format
     configure_logging(log_format, level=args.log_level or spec.logging.level)
     bar = sys.stderr if log_format == "console" and sys.stderr.isatty() else None
