@@ -16,6 +16,7 @@ from job_files import committed, expected_reach, job_file, random_sources, rmat_
 
 from vyre_async.algorithms import lookup
 from vyre_async.cli import main
+from vyre_async.errors import UnsupportedFeatureError
 from vyre_async.jobs import JobRunner, load_job, read_records
 from vyre_async.jobs.runner import BlockResult
 
@@ -193,6 +194,25 @@ async def test_a_cuda_jobs_graph_is_read_while_the_driver_initialises(
     assert overlapped == [True]
     records = sorted(await committed(tmp_path / "out"), key=lambda r: r.id)
     assert [r.reached for r in records] == [expected_reach(graph, s) for s in sources]
+
+
+async def test_a_refused_device_cancels_the_graph_read_and_leaves_no_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A CUDA job asking for device 3 of one simulated device is refused while its graph
+    file is being read (the driver held until then): the read ends, nothing is left."""
+    sim = cuda_sim.install(monkeypatch, devices=1)
+    overlapped = hold_driver_until_the_graph_is_read(monkeypatch, sim)
+    graph = rmat_graph()
+    path = await anyio.to_thread.run_sync(
+        functools.partial(write_npz_job, tmp_path, graph, [0, 1], devices=3)
+    )
+    spec = await anyio.to_thread.run_sync(load_job, path)
+    with pytest.raises(UnsupportedFeatureError) as info:
+        await JobRunner(spec, job_file=path).run()
+    assert "device 3 was asked for" in info.value.what
+    assert overlapped == [True]
+    assert not await anyio.to_thread.run_sync((tmp_path / "out").exists)
 
 
 def test_the_command_line_initialises_the_driver_once_while_the_graph_is_read(
