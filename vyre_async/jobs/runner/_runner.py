@@ -238,12 +238,14 @@ class JobRunner(Lifecycle):
         # thread loads the driver first initialises it; the other finds it loaded), and
         # the graph is read meanwhile, once the job file passed its checks.
         self._warmup = ContextWarmup.start(self._backend_kind, self._devices, spec.job.executor)
-        checked = anyio.Event()
+        checked = anyio.Event()  # the devices' check ended
+        passed = anyio.Event()  # and passed: a graph may be generated
         refusal: list[VyreError] = []
 
         async def check_backend() -> None:
             try:
                 await self._check_backend()
+                passed.set()
             except VyreError as exc:
                 refusal.append(exc)
             finally:
@@ -254,25 +256,36 @@ class JobRunner(Lifecycle):
             if refusal:
                 raise refusal[0]
 
-        graph = GraphStart(spec, self._job_file, self._backend_kind, self._devices, checked)
+        graph = GraphStart(spec, self._job_file, self._backend_kind, self._devices, passed)
+        failure: BaseException | None = None
         async with anyio.create_task_group() as start:
             start.start_soon(check_backend)
-            # Everything refused before the folder is touched (validate checks the same).
             try:
-                check = await anyio.to_thread.run_sync(check_job, spec, self._job_file, self._out)
-                if check.folder is None:
-                    raise ConfigurationError(
-                        f"{self._job_file}: $.output.dir: no output folder is set",
-                        fix="set dir in [output], or pass --out DIR.",
+                # Everything refused before the folder is touched (validate checks the same).
+                try:
+                    check = await anyio.to_thread.run_sync(
+                        check_job, spec, self._job_file, self._out
                     )
-            except VyreError:
-                await backend_checked()  # a refused backend is reported first
+                    if check.folder is None:
+                        raise ConfigurationError(
+                            f"{self._job_file}: $.output.dir: no output folder is set",
+                            fix="set dir in [output], or pass --out DIR.",
+                        )
+                except VyreError:
+                    await backend_checked()  # a refused backend is reported first
+                    raise
+                start.start_soon(graph.run)
+                await backend_checked()  # a refusal cancels the graph's preparation
+                startup_stage("devices_checked")
+                summary = await self._run_checked(check.folder, graph)
+            except anyio.get_cancelled_exc_class():
                 raise
-            start.start_soon(graph.run)
-            await backend_checked()  # a refusal cancels the graph's preparation
-            startup_stage("devices_checked")
-            summary = await self._run_checked(check.folder, graph)
-        return summary  # noqa: RET504 - for mypy a task group may swallow a return's exception
+            except BaseException as exc:  # raised as it is, not in the task group's group
+                failure = exc
+                start.cancel_scope.cancel()
+        if failure is not None:
+            raise failure
+        return summary
 
     async def _run_checked(self, folder: Path, graph: GraphStart) -> JobSummary:
         """Open the output folder and run the job (its graph being prepared)."""
