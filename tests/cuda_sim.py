@@ -230,9 +230,6 @@ class SimulatedDriver(types.ModuleType):
     def cuDeviceTotalMem(self, device: int) -> tuple[Any, int]:  # noqa: N802
         return (OK, 80 << 30)
 
-    def cuMemGetInfo(self) -> tuple[Any, int, int]:  # noqa: N802
-        return (OK, 80 << 30, 80 << 30)
-
     def cuDriverGetVersion(self) -> tuple[Any, int]:  # noqa: N802
         return (OK, 13000)
 
