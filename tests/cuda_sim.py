@@ -274,6 +274,10 @@ class SimulatedDriver(types.ModuleType):
         """Primary contexts retained and not yet released, over every device."""
         return sum(self._context_refs)
 
+    def cuMemGetInfo(self) -> tuple[Any, int, int]:  # noqa: N802
+        """Free and total bytes of the current device: 80 GiB each (memory is the host's)."""
+        return (OK, 80 << 30, 80 << 30)
+
     def cuMemAlloc(self, nbytes: int) -> tuple[Any, int]:  # noqa: N802
         self._meet("cuMemAlloc", self.current_device())
         self._count("cuMemAlloc")

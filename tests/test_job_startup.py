@@ -319,3 +319,49 @@ def test_the_command_line_starts_the_driver_before_it_configures_logging(
     assert overlapped == [True]
     records = sorted(read_records(tmp_path / "out"), key=lambda r: r.id)
     assert [r.reached for r in records] == [expected_reach(graph, s) for s in (0, 1, 2)]
+
+
+async def test_a_graph_ready_before_the_folder_is_made_is_in_the_jobs_log(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The simulated driver's initialisation waits until the graph is ready, so the
+    ``graph_ready`` event comes before the output folder may be made: ``log.jsonl``
+    still holds it (origin, vertex and edge counts), before the job's other events."""
+    from vyre_async.cuda import _driver
+    from vyre_async.jobs.graph import _graph_prep
+
+    sim = cuda_sim.install(monkeypatch, devices=1)
+    ready = threading.Event()
+    overlapped: list[bool] = []
+
+    def initialise(import_module: object) -> cuda_sim.SimulatedDriver:
+        overlapped.append(ready.wait(timeout=10.0))  # only a failing run waits it out
+        return sim
+
+    stage = _graph_prep.startup_stage
+
+    def marking(name: str, **fields: Any) -> None:
+        stage(name, **fields)
+        ready.set()
+
+    monkeypatch.setattr(_driver, "_driver", None)
+    monkeypatch.setattr(_driver, "_initialise", initialise)
+    monkeypatch.setattr(_graph_prep, "startup_stage", marking)
+    graph = rmat_graph()
+
+    async def by_scipy(session: object, workload: object, block: np.ndarray) -> BlockResult:
+        return BlockResult(np.array([expected_reach(graph, int(s)) for s in block]))
+
+    path = await anyio.to_thread.run_sync(write_npz_job, tmp_path, graph, [0, 1, 2])
+    spec = await anyio.to_thread.run_sync(load_job, path)
+    summary = await JobRunner(spec, job_file=path, execute=by_scipy).run()
+    assert summary.status == "complete", summary.message
+    assert overlapped == [True]
+    text = await anyio.to_thread.run_sync((tmp_path / "out" / "log.jsonl").read_text)
+    events = [json.loads(line) for line in text.splitlines()]
+    names = [e["event"] for e in events]
+    assert names.count("graph_ready") == 1
+    assert names.index("graph_ready") < names.index("job_started")
+    ready_event = events[names.index("graph_ready")]
+    assert ready_event["origin"] == "file"
+    assert (ready_event["vertices"], ready_event["edges"]) == (graph.num_vertices, graph.num_edges)

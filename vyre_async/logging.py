@@ -336,21 +336,30 @@ class JsonLogFile:
         self._entry = (numeric, self._queue)
         self._thread = threading.Thread(target=self._write, name=f"log writer {path}", daemon=True)
 
+    def hold(self) -> None:
+        """Start copying events now, held in memory until :meth:`open` writes them first
+        (or :meth:`close` drops them): a job's events from before its folder may be
+        made. Does not block."""
+        if self._entry not in _json_files:
+            _json_files.append(self._entry)
+            _note_json_levels()
+
     def open(self) -> None:
-        """Open the file and start copying events to it."""
+        """Open the file and start copying events to it (after those held)."""
         # Never through a symlink: the file lives in a job's output folder.
         self._file = open(self._path, "ab", opener=_no_follow)  # noqa: SIM115 - the writer closes it
         self._thread.start()
-        _json_files.append(self._entry)
-        _note_json_levels()
+        self.hold()
 
     def close(self) -> None:
-        """Stop copying, write what is queued and close the file."""
+        """Stop copying, write what is queued and close the file (never opened: drop
+        the events held)."""
         if self._entry in _json_files:
             _json_files.remove(self._entry)
             _note_json_levels()
-            self._queue.put(None)
-            self._thread.join()
+            if self._thread.ident is not None:
+                self._queue.put(None)
+                self._thread.join()
 
     def _write(self) -> None:
         with self._file:

@@ -271,24 +271,33 @@ class JobRunner(Lifecycle):
                             f"{self._job_file}: $.output.dir: no output folder is set",
                             fix="set dir in [output], or pass --out DIR.",
                         )
+                    # The graph's events come before the folder may be made: held.
+                    log_file = JsonLogFile(check.folder / LOG_FILE, level=spec.logging.level)
+                    log_file.hold()
+                    self._log_file = log_file
                 except VyreError:
                     await backend_checked()  # a refused backend is reported first
                     raise
                 start.start_soon(graph.run)
                 await backend_checked()  # a refusal cancels the graph's preparation
                 startup_stage("devices_checked")
-                summary = await self._run_checked(check.folder, graph)
+                summary = await self._run_checked(check.folder, log_file, graph)
             except anyio.get_cancelled_exc_class():
                 raise
             except BaseException as exc:  # raised as it is, not in the task group's group
                 failure = exc
                 start.cancel_scope.cancel()
         if failure is not None:
+            if self._log_file is not None:
+                self._log_file.close()  # no folder made yet: the events held are dropped
             raise failure
         return summary
 
-    async def _run_checked(self, folder: Path, graph: GraphStart) -> JobSummary:
-        """Open the output folder and run the job (its graph being prepared)."""
+    async def _run_checked(
+        self, folder: Path, log_file: JsonLogFile, graph: GraphStart
+    ) -> JobSummary:
+        """Open the output folder and its log file (the events held so far first), and
+        run the job (its graph being prepared)."""
         spec = self._spec
         self._folder = folder
         self._job_file_path = str(await anyio.to_thread.run_sync(self._job_file.resolve))
@@ -307,8 +316,7 @@ class JobRunner(Lifecycle):
         )
         startup_stage("job_checked")
         try:
-            self._log_file = JsonLogFile(self._folder / LOG_FILE, level=spec.logging.level)
-            await anyio.to_thread.run_sync(self._log_file.open)
+            await anyio.to_thread.run_sync(log_file.open)
             # The stages so far are logged now, the later ones as they end.
             self._startup.listen(self._log_startup)
             try:
@@ -318,7 +326,7 @@ class JobRunner(Lifecycle):
                 return await self._run_logged(store, graph)
             finally:
                 with anyio.CancelScope(shield=True):
-                    await anyio.to_thread.run_sync(self._log_file.close)
+                    await anyio.to_thread.run_sync(log_file.close)
         except BaseException:
             # A run refused before its first commit leaves no stub behind.
             with anyio.CancelScope(shield=True):
