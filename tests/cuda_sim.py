@@ -349,6 +349,12 @@ class SimulatedDriver(types.ModuleType):
         self._count_bytes("bytes_to_device", nbytes)
         return self._copy(dst, src, nbytes, stream)
 
+    def cuMemcpyHtoD(self, dst: Any, src: Any, nbytes: int) -> tuple[Any]:  # noqa: N802
+        self._count("cuMemcpyHtoD")
+        self._count_bytes("bytes_to_device", nbytes)
+        ctypes.memmove(int(dst), int(src), nbytes)
+        return (OK,)
+
     def cuMemcpyDtoHAsync(self, dst: Any, src: Any, nbytes: int, stream: Any) -> tuple[Any]:  # noqa: N802
         self._count("cuMemcpyDtoHAsync")
         return self._copy(dst, src, nbytes, stream)
@@ -502,7 +508,9 @@ class SimulatedDriver(types.ModuleType):
         self._count("cuStreamWaitEvent")
         return (OK,)
 
-    cuStreamSynchronize = _succeed  # noqa: N815
+    def cuStreamSynchronize(self, stream: Any) -> tuple[Any]:  # noqa: N802
+        self._count("cuStreamSynchronize")
+        return (OK,)
 
     def cuStreamDestroy(self, stream: Any) -> tuple[Any]:  # noqa: N802
         # A backend destroys its streams only when it closes.

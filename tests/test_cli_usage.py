@@ -180,7 +180,7 @@ def test_every_choice_field_lists_its_values_when_given_a_wrong_one(
 
 
 def _recorder(calls: list[object]) -> Any:
-    """A stand-in for prepare_job_graph that records its calls (it must not be called)."""
+    """A stand-in for the graph's generation that records its calls (it must not be called)."""
 
     async def prepare(*args: object) -> None:
         calls.append(args)
@@ -189,12 +189,12 @@ def _recorder(calls: list[object]) -> Any:
 
 
 @NO_GPU
-def test_a_cuda_job_without_a_gpu_stops_before_loading_its_graph_with_the_cli_fix(
+def test_a_cuda_job_without_a_gpu_stops_before_generating_its_graph_with_the_cli_fix(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """[job] backend = "cuda", no GPU: exit 1 at once, Fix names --backend cpu, no folder."""
     loaded: list[object] = []
-    monkeypatch.setattr("vyre_async.jobs.runner._runner.prepare_job_graph", _recorder(loaded))
+    monkeypatch.setattr("vyre_async.jobs.graph._graph_prep._generate", _recorder(loaded))
     job = write_job(tmp_path, [{"kind": "reach", "sources": [0]}], job={"backend": "cuda"})
     assert main(["run", str(job)]) == 1
     err = capsys.readouterr().err
@@ -208,12 +208,12 @@ def test_a_cuda_job_without_a_gpu_stops_before_loading_its_graph_with_the_cli_fi
 
 
 @NO_GPU
-async def test_a_cuda_job_runner_without_a_gpu_refuses_before_loading_the_graph(
+async def test_a_cuda_job_runner_without_a_gpu_refuses_before_generating_the_graph(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """JobRunner(backend='cuda') raises UnsupportedFeatureError with the Python API's fix."""
     loaded: list[object] = []
-    monkeypatch.setattr("vyre_async.jobs.runner._runner.prepare_job_graph", _recorder(loaded))
+    monkeypatch.setattr("vyre_async.jobs.graph._graph_prep._generate", _recorder(loaded))
     job = await job_file(tmp_path, [{"kind": "reach", "sources": [0]}])
     spec = await anyio.to_thread.run_sync(load_job, job)
     runner = va.jobs.JobRunner(spec, job_file=job, backend="cuda")

@@ -652,21 +652,28 @@ async def test_an_empty_dispatch_returns_empty_outputs_without_a_launch(
     assert len(sim.launches) == launched
 
 
-async def test_a_large_uploads_staging_block_is_unpinned_off_the_event_loop(
+async def test_a_large_contiguous_upload_copies_from_host_memory_off_the_event_loop(
     sim: cuda_sim.SimulatedDriver, rng: np.random.Generator
 ) -> None:
-    """A staging block too large to keep is freed (``cuMemFreeHost``) in a worker
-    thread, never on the event loop's, and the upload reads back equal."""
+    """A 2 MiB C-contiguous upload takes no page-locked staging block: one
+    ``cuMemcpyHtoD`` from the array itself, then a sync of that thread's stream, both in
+    a worker thread, never on the event loop's; it reads back equal."""
     from vyre_async.backends.cuda import CudaBackend
 
     data = rng.standard_normal(1 << 19).astype(np.float32)  # 2 MiB: a large copy
     async with CudaBackend(max_cached_pinned_bytes=0) as backend:
+        pinned = sim.calls.get("cuMemHostAlloc", 0)
         buffer = await backend.upload(data)
-        freed_by = set(sim.threads.get("cuMemFreeHost", ()))
+        staged = sim.calls.get("cuMemHostAlloc", 0) - pinned
+        copied_by = set(sim.threads.get("cuMemcpyHtoD", ()))
+        synced_by = set(sim.threads.get("cuStreamSynchronize", ()))
         back = await backend.read(buffer)
         await backend.free(buffer)
-    assert freed_by, "the staging block was kept"
-    assert threading.get_ident() not in freed_by
+    assert staged == 0, "the upload was staged through page-locked memory"
+    assert sim.calls["cuMemcpyHtoD"] == 1
+    assert copied_by
+    assert threading.get_ident() not in copied_by
+    assert copied_by <= synced_by
     np.testing.assert_array_equal(back, data)
 
 

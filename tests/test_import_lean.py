@@ -7,8 +7,9 @@ import subprocess
 import sys
 
 #: Modules only some runs use: YAML job files, the metrics endpoint's HTTP server,
-#: CSV export, "did you mean" suggestions in job-file errors.
-OPTIONAL = ("yaml", "wsgiref", "http.server", "socketserver", "csv", "difflib")
+#: CSV export, "did you mean" suggestions in job-file errors, structlog (and the rich
+#: it imports where installed) until logging is configured.
+OPTIONAL = ("yaml", "wsgiref", "http.server", "socketserver", "csv", "difflib", "structlog", "rich")
 
 
 def test_importing_the_package_leaves_the_optional_modules_unimported() -> None:

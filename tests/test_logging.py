@@ -220,3 +220,61 @@ def test_a_json_log_file_at_debug_turns_on_per_dispatch_events(tmp_path: Path) -
     finally:
         file.close()
     assert not va.logging.tracing_enabled()
+
+
+#: Logs through the plain path (structlog untouched) or, given ``structlog`` as its
+#: second argument, with structlog imported first; prints whether structlog is imported
+#: before the exception (whose lines structlog formats for the JSON file).
+_PLAIN_SNIPPET = """
+import json, logging, sys
+from pathlib import Path
+if sys.argv[2] == "structlog":
+    import structlog
+logging.basicConfig(level=logging.INFO, format="%(levelname)s:%(name)s:%(message)s",
+                    stream=sys.stdout)
+from vyre_async.logging import JsonLogFile, get_logger
+log_file = JsonLogFile(Path(sys.argv[1]), level="info")
+log_file.open()
+log = get_logger("vyre_async.test").bind(job="j")
+log.debug("hidden", value=1)
+log.info("shown", value=3)
+print(json.dumps([m for m in ("structlog",) if m in sys.modules]))
+try:
+    1 / 0
+except ZeroDivisionError:
+    log.exception("failed", step=2)
+log_file.close()
+"""
+
+
+def _log_plainly(folder: Path, first: str) -> tuple[list[str], list[dict[str, Any]]]:
+    """The snippet's standard output lines and its JSON log file's events."""
+    path = folder / f"{first}.jsonl"
+    done = subprocess.run(  # noqa: S603 - this interpreter on a fixed snippet
+        [sys.executable, "-c", _PLAIN_SNIPPET, str(path), first],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    events = [json.loads(line) for line in path.read_text().splitlines()]
+    for event in events:
+        del event["timestamp"]
+    return done.stdout.splitlines(), events
+
+
+def test_without_structlog_imported_events_read_as_through_structlog(tmp_path: Path) -> None:
+    """An interpreter that never imports structlog logs the same lines (levels obeyed,
+    bound values, the exception's traceback) and JSON events as one that imported it."""
+    lines, events = _log_plainly(tmp_path, "plain")
+    want_lines, want_events = _log_plainly(tmp_path, "structlog")
+    assert lines[1] == "[]"
+    assert want_lines[1] == '["structlog"]'
+    del lines[1], want_lines[1]
+    assert lines == want_lines
+    assert lines[0] == "INFO:vyre_async.test:shown job='j' value=3"
+    assert lines[1] == "ERROR:vyre_async.test:failed job='j' step=2"
+    assert lines[-1] == "ZeroDivisionError: division by zero"
+    assert events == want_events
+    assert [e["event"] for e in events] == ["shown", "failed"]
+    assert "ZeroDivisionError" in events[1]["exception"]

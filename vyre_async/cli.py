@@ -36,12 +36,12 @@ import msgspec
 
 from . import __version__
 from .backends import DeviceSelector, describe_machine
+from .cuda import start_loading_driver
 from .errors import ConfigurationError, UnsupportedFeatureError, ValidationError, VyreError
 from .jobs import (
     JobMetrics,
     JobRunner,
     JobSummary,
-    backend_unavailable_reason,
     check_job,
     describe_report,
     describe_run,
@@ -92,22 +92,22 @@ def _run(args: argparse.Namespace) -> int:
         print(f"vyre-async: {exc}", file=sys.stderr)
         return 2
     startup.mark("job_loaded")
+    if (args.backend or spec.job.backend) != "cpu" and spec.job.executor == "local":
+        start_loading_driver()  # cuInit while logging is configured and the runner starts
     log_format = args.log_format or spec.logging.format
     configure_logging(log_format, level=args.log_level or spec.logging.level)
     bar = sys.stderr if log_format == "console" and sys.stderr.isatty() else None
-    backend = args.backend or spec.job.backend
-    devices = spec.job.devices if args.devices is None else args.devices
-    reason = backend_unavailable_reason(backend, devices, spec.job.executor)
-    if reason is not None:
+
+    def backend_refused(reason: str) -> VyreError:
+        # The runner checks the driver while it reads the graph; the CLI's words.
         asked = "--backend cuda" if args.backend else f'[job] backend = "cuda" in {args.file}'
         command = ["vyre-async", "run", args.file, *(["--out", args.out] if args.out else [])]
-        error = UnsupportedFeatureError(
+        return UnsupportedFeatureError(
             f"job {spec.job.name!r} runs on the CUDA backend ({asked}), and {reason}",
             fix="run it where a GPU answers (`vyre-async info` says what this machine has), "
             f"or on the CPU backend: {shlex.join([*command, '--backend', 'cpu'])}",
         )
-        print(f"vyre-async: {error}", file=sys.stderr)
-        return 1
+
     metrics = JobMetrics() if args.metrics_port is not None else None
     try:
         runner = JobRunner(
@@ -124,6 +124,7 @@ def _run(args: argparse.Namespace) -> int:
             on_exit_at_once=lambda summary: _print_exit_at_once(summary, args),
             manifest_key=manifest_key,
             startup=startup,
+            backend_refused=backend_refused,
         )
         with (
             serve_metrics(metrics, args.metrics_port, args.metrics_host)

@@ -13,6 +13,12 @@ the levels it asked for. How an event becomes a record:
 - structlog left at its defaults: the event becomes one line, ``event key=value ...``,
   and the standard-library logger's level decides whether it is emitted at all.
 
+structlog is imported when it is used, not with this module (importing it imports its
+console renderer and, where installed, rich: a tenth of a second): by
+:func:`configure_logging`, or by an application that uses it. Until something imports
+it nothing can have configured it or bound its context variables, so an event takes
+the plain path without it.
+
 :func:`configure_logging` (the CLI calls it) gives console lines for people or JSON
 lines for machines: it configures structlog and puts one handler on ``vyre_async``.
 """
@@ -30,7 +36,6 @@ from pathlib import Path
 from typing import Any, Literal, Protocol, TextIO
 
 import msgspec
-import structlog
 
 __all__ = [
     "JsonLogFile",
@@ -92,6 +97,8 @@ def configure_logging(
     numeric = _LEVELS.get(level.upper())
     if numeric is None:
         raise ValueError(f"unknown log level {level!r}")
+    import structlog  # imported when used (see the module docstring)
+
     renderer: structlog.typing.Processor = (
         structlog.processors.JSONRenderer()
         if log_format == "json"
@@ -124,6 +131,8 @@ def configure_logging(
 
 def _unconfigure() -> None:
     """Undo :func:`configure_logging` (for tests): structlog defaults, no handler."""
+    import structlog  # imported when used (see the module docstring)
+
     global _tracing, _handler
     structlog.reset_defaults()
     _tracing = False
@@ -202,6 +211,8 @@ class LibraryLogger:
         return LibraryLogger(self._stdlib, {**self._context, **values})
 
     def _bound(self) -> Any:
+        import structlog  # imported already (see _log)
+
         if structlog.is_configured():
             config = structlog.get_config()
             return config["wrapper_class"](
@@ -209,8 +220,13 @@ class LibraryLogger:
                 processors=config["processors"],
                 context=config["context_class"](self._context),
             )
+        processors: list[structlog.typing.Processor] = [
+            structlog.contextvars.merge_contextvars,
+            structlog.stdlib.filter_by_level,
+            _plain_line,
+        ]
         return structlog.stdlib.BoundLogger(
-            self._stdlib, processors=_PLAIN_PROCESSORS, context=dict(self._context)
+            self._stdlib, processors=processors, context=dict(self._context)
         )
 
     def debug(self, event: str, **fields: Any) -> None:
@@ -241,15 +257,38 @@ class LibraryLogger:
             if method == "exception":
                 copy.setdefault("exc_info", True)
             _copy_to_json_files(self._stdlib, method, copy)
-        getattr(self._bound(), method)(event, **fields)
+        if "structlog" in sys.modules:
+            getattr(self._bound(), method)(event, **fields)
+            return
+        # structlog was never imported: never configured, no context variables bound.
+        if not self._stdlib.isEnabledFor(_method_level(method)):
+            return
+        event_dict = {**self._context, **fields, "event": event}
+        if method == "exception":
+            event_dict.setdefault("exc_info", True)
+        (line,), kwargs = _plain_line(self._stdlib, method, event_dict)
+        getattr(self._stdlib, "error" if method == "exception" else method)(line, **kwargs)
+
+
+def _method_level(method: str) -> int:
+    """The standard-library level of a logger method's name (``exception``: error)."""
+    return _LEVELS.get(method.upper(), logging.ERROR if method == "exception" else logging.INFO)
 
 
 def _copy_to_json_files(_logger: object, method: str, event_dict: MutableMapping[str, Any]) -> None:
-    level = _LEVELS.get(method.upper(), logging.ERROR if method == "exception" else logging.INFO)
+    level = _method_level(method)
     wanted = [lines for minimum, lines in _json_files if level >= minimum]
     if wanted:
-        copy = structlog.contextvars.merge_contextvars(_logger, method, dict(event_dict))
-        copy = structlog.processors.format_exc_info(_logger, method, copy)
+        copy: MutableMapping[str, Any] = dict(event_dict)
+        if "structlog" in sys.modules or copy.get("exc_info"):
+            # Its context variables (none bound unless it was imported), and an
+            # exception's lines formatted as structlog formats them.
+            import structlog  # imported when used (see the module docstring)
+
+            copy = structlog.contextvars.merge_contextvars(_logger, method, copy)
+            copy = structlog.processors.format_exc_info(_logger, method, copy)
+        else:
+            copy.pop("exc_info", None)
         copy["level"] = logging.getLevelName(level).lower()
         copy["timestamp"] = datetime.datetime.now(datetime.UTC).isoformat().replace("+00:00", "Z")
         line = _json_encoder.encode(dict(copy)) + b"\n"
@@ -269,13 +308,6 @@ def _plain_line(
     event = event_dict.pop("event", "")
     fields = " ".join(f"{key}={value!r}" for key, value in event_dict.items())
     return (f"{event} {fields}" if fields else str(event),), kwargs
-
-
-_PLAIN_PROCESSORS: list[structlog.typing.Processor] = [
-    structlog.contextvars.merge_contextvars,
-    structlog.stdlib.filter_by_level,
-    _plain_line,
-]
 
 
 class JsonLogFile:
@@ -304,21 +336,30 @@ class JsonLogFile:
         self._entry = (numeric, self._queue)
         self._thread = threading.Thread(target=self._write, name=f"log writer {path}", daemon=True)
 
+    def hold(self) -> None:
+        """Start copying events now, held in memory until :meth:`open` writes them first
+        (or :meth:`close` drops them): a job's events from before its folder may be
+        made. Does not block."""
+        if self._entry not in _json_files:
+            _json_files.append(self._entry)
+            _note_json_levels()
+
     def open(self) -> None:
-        """Open the file and start copying events to it."""
+        """Open the file and start copying events to it (after those held)."""
         # Never through a symlink: the file lives in a job's output folder.
         self._file = open(self._path, "ab", opener=_no_follow)  # noqa: SIM115 - the writer closes it
         self._thread.start()
-        _json_files.append(self._entry)
-        _note_json_levels()
+        self.hold()
 
     def close(self) -> None:
-        """Stop copying, write what is queued and close the file."""
+        """Stop copying, write what is queued and close the file (never opened: drop
+        the events held)."""
         if self._entry in _json_files:
             _json_files.remove(self._entry)
             _note_json_levels()
-            self._queue.put(None)
-            self._thread.join()
+            if self._thread.ident is not None:
+                self._queue.put(None)
+                self._thread.join()
 
     def _write(self) -> None:
         with self._file:

@@ -22,6 +22,7 @@ from ._driver import error_for as error_for
 from ._driver import event_query_failure as event_query_failure
 from ._driver import is_sticky as is_sticky
 from ._driver import load_driver as load_driver
+from ._driver import start_loading_driver as start_loading_driver
 from ._handles import EventPool as EventPool
 from ._handles import StreamPool as StreamPool
 from ._launcher import KernelLauncher as KernelLauncher
@@ -61,4 +62,5 @@ __all__ = [
     "kernel_launcher",
     "load_driver",
     "open_peer_route",
+    "start_loading_driver",
 ]

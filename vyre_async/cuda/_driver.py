@@ -330,3 +330,24 @@ def load_driver() -> ModuleType:
         version = check(driver.cuDriverGetVersion(), "cuDriverGetVersion")
         logger.debug("cuda_driver_loaded", driver_version=int(version))
         return driver
+
+
+def start_loading_driver() -> None:
+    """Begin :func:`load_driver` in a daemon thread, and return at once.
+
+    Initialising the driver (``cuInit``) takes up to a second on a host of several GPUs
+    and holds no interpreter lock, so a program that knows it will use CUDA starts it
+    early and imports and reads meanwhile (``vyre-async run`` does, once it has read a
+    job file that runs on CUDA). The next :func:`load_driver` waits for it and returns
+    the driver, or raises what loading it failed with.
+    """
+    if _driver is not None or _failure is not None:
+        return
+    threading.Thread(target=_load_quietly, name="vyre-driver-load", daemon=True).start()
+
+
+def _load_quietly() -> None:
+    try:
+        load_driver()
+    except UnsupportedFeatureError:  # kept: the next load_driver raises it
+        return

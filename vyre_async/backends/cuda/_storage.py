@@ -1,12 +1,14 @@
 """Resident storage on the device: allocating, filling, writing and releasing blocks.
 
-Uploads are staged through page-locked memory and copied in one transfer; several
-arrays uploaded together share one block (a slab), freed when its last member is.
-A slab's block (a graph's, hundreds of megabytes), any other large block (a
-traversal's scratch) and any large staging block are allocated (and page-locked) in a
-worker thread, and a large staging block is given back
-(unpinned) in one too: on the event loop they would stall it for as long as the
-driver takes, and with several devices uploading at once, one device after another.
+Small uploads are staged through page-locked memory and copied in one transfer; a
+large one (a graph's) is copied straight from the caller's arrays in a worker thread
+(the driver stages pageable memory itself), so several devices upload at once without
+each page-locking a copy of the graph. Several arrays uploaded together share one
+block (a slab), freed when its last member is.
+A slab's block (a graph's, hundreds of megabytes) and any other large block (a
+traversal's scratch) are allocated in a worker thread, as a large upload copies: on
+the event loop they would stall it for as long as the driver takes, and with several
+devices uploading at once, one device after another.
 A write from memory that is already page-locked goes straight to the device. A
 buffer exported to another library that outlives the backend keeps its block out of
 the pool, freed when the last view of it goes.
@@ -90,17 +92,18 @@ class CudaStorage(CudaBase):
     async def _fill(
         self, block: DeviceAllocation, datas: list[np.ndarray], layout: list[int]
     ) -> None:
-        """Stage ``datas`` at ``layout`` offsets in pinned memory, then one copy into ``block``.
+        """Copy ``datas`` (C-contiguous) into ``block`` at ``layout`` offsets: a small
+        upload staged in pinned memory and copied in one transfer, a large one straight
+        from the arrays (:meth:`_fill_from_host`).
 
         On failure or cancellation ``block`` goes back to the pool, once no copy uses it.
         """
         total = _padded(layout[-1])
-        large = total > INLINE_COPY_BYTES
+        if total > INLINE_COPY_BYTES:
+            await self._fill_from_host(block, datas, layout)
+            return
         try:
-            if large:
-                pinned = await self._acquire_off_loop(self._pinned.acquire, total)
-            else:
-                pinned = self._pinned.acquire(max(total, COPY_PAD))
+            pinned = self._pinned.acquire(max(total, COPY_PAD))
         except BaseException:
             self._release(block)
             raise
@@ -117,23 +120,43 @@ class CudaStorage(CudaBase):
             if layout[-1]:
                 device.call(device.driver.cuMemcpyHtoDAsync, block.ptr, pinned.ptr, total, stream)
 
-        if not large:
-            await self._stream_op(
-                enqueue,
-                lambda: self._pinned.release(pinned),
-                on_abandon=lambda: self._release(block),
-            )
-            return
+        await self._stream_op(
+            enqueue,
+            lambda: self._pinned.release(pinned),
+            on_abandon=lambda: self._release(block),
+        )
 
-        def abandon() -> None:
-            self._pinned.release(pinned)
+    async def _fill_from_host(
+        self, block: DeviceAllocation, datas: list[np.ndarray], layout: list[int]
+    ) -> None:
+        """Copy C-contiguous ``datas`` straight from host memory into ``block`` at
+        ``layout`` offsets, in a worker thread, with no staging block of ours.
+
+        From pageable memory the driver stages the copy itself, pipelined, with no
+        page-locking of the whole graph per device (which on several devices at once
+        queues on the kernel's memory map). ``cuMemcpyHtoD`` may return before its last
+        bytes land, on the thread's default stream, which the backend's (non-blocking)
+        streams do not wait for: the thread synchronises that stream before it returns.
+        On failure or cancellation ``block`` goes back to the pool, once the thread
+        ended (no copy uses it then).
+        """
+        device = self._cuda()
+        driver = device.driver
+
+        def copy() -> None:
+            for data, start in zip(datas, layout, strict=False):
+                if data.nbytes:
+                    device.call(
+                        driver.cuMemcpyHtoD, block.ptr + start, data.ctypes.data, data.nbytes
+                    )
+            device.call(driver.cuStreamSynchronize, 0)
+
+        try:
+            self._watcher.check_accepting()
+            await anyio.to_thread.run_sync(copy, limiter=self._copy_limiter)
+        except BaseException:
             self._release(block)
-
-        # A large staging block (a graph's) is freed, not cached, and unpinning takes
-        # about as long as pinning did: in a worker thread too, once the copy ended.
-        await self._stream_op(enqueue, lambda: None, on_abandon=abandon)
-        with anyio.CancelScope(shield=True):
-            await anyio.to_thread.run_sync(self._pinned.release, pinned, limiter=self._copy_limiter)
+            raise
 
     async def _acquire_off_loop(self, acquire: Callable[[int], T], nbytes: int) -> T:
         """``acquire(nbytes)`` in a worker thread; what it returns is never lost to a

@@ -44,6 +44,8 @@ async def prepare_job_graph(
     backend: BackendKind,
     devices: DeviceSelector,
     background: anyio.abc.TaskGroup,
+    *,
+    may_generate: anyio.Event | None = None,
 ) -> CsrGraph:
     """The job's graph, prepared once; see the module docstring.
 
@@ -53,6 +55,8 @@ async def prepare_job_graph(
         backend: The backend kind the job runs on (``"cpu"`` never opens a device here).
         devices: The job's devices; a device build runs on the first of them.
         background: Where the cache write runs while the job goes on.
+        may_generate: Set when the graph may be generated (reading it from the cache
+            or its file starts at once); ``None``: at once.
 
     Raises:
         ConfigurationError: The graph file cannot be read.
@@ -66,6 +70,7 @@ async def prepare_job_graph(
         devices,
         background,
         memory_limit=memory_limit(spec),
+        may_generate=may_generate,
     )
 
 
@@ -78,6 +83,7 @@ async def prepare_graph(
     background: anyio.abc.TaskGroup,
     *,
     memory_limit: int | None = None,
+    may_generate: anyio.Event | None = None,
 ) -> CsrGraph:
     """A ``[graph]`` section's graph, prepared as a job's is (see the module docstring).
 
@@ -91,6 +97,9 @@ async def prepare_graph(
         background: Where the cache write runs meanwhile.
         memory_limit: Host bytes a graph read from a file may need (``None``: what the
             machine has).
+        may_generate: Set when the graph may be generated: a job reads its graph while
+            its devices are checked, and generates one (seconds of host or device
+            work) only once they passed; ``None``: at once.
 
     Raises:
         ConfigurationError: The graph file cannot be read.
@@ -111,6 +120,8 @@ async def prepare_graph(
         if cached is not None:
             graph, origin = cached, "cache"
         else:
+            if may_generate is not None:
+                await may_generate.wait()
             graph, origin = await _generate(params, backend, devices)
             if params.scale >= CACHE_MIN_SCALE:
                 background.start_soon(_store, params, graph)

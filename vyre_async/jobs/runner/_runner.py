@@ -56,13 +56,14 @@ from ...telemetry import (
     recording_startup,
     startup_stage,
 )
-from ..graph import job_fingerprint, prepare_job_graph
+from ..graph import job_fingerprint
 from ..output import LOG_FILE, Manifest, ManifestKey, ResultStore, record_layout
 from ..spec import JobSpec, resolve_sources
 from ._attempts import BlockAttempts
 from ._committer import Committer, Outcomes
 from ._execute import BlockExecutor, execute_block
 from ._executors import Executor, LocalExecutor, executor_for
+from ._graph_start import GraphStart
 from ._items import (
     ItemBlock,
     check_sources,
@@ -120,6 +121,10 @@ class JobRunner(Lifecycle):
         startup: The start-up timeline the run marks its stages on, up to its first
             commit, each logged as a ``startup`` event (the CLI passes one from the
             process's start); ``None``: one from the runner's making.
+        backend_refused: Makes the error a CUDA job raises where no GPU answers (or
+            an ordinal is beyond the driver's count) from the driver's reason: the
+            CLI's words and fix; ``None``: an ``UnsupportedFeatureError`` with the
+            Python API's fix.
     """
 
     _noun = "job runner"
@@ -144,6 +149,7 @@ class JobRunner(Lifecycle):
         on_exit_at_once: Callable[[JobSummary], None] | None = None,
         manifest_key: ManifestKey | None = None,
         startup: StartupTimeline | None = None,
+        backend_refused: Callable[[str], VyreError] | None = None,
     ) -> None:
         self._job_file = Path(job_file)
         # A spec made in code may still name sources files; load_job's are read already.
@@ -186,6 +192,7 @@ class JobRunner(Lifecycle):
         self._connection: Any = None  # what the executor connected (Ray: the cluster)
         self._warmup: ContextWarmup | None = None
         self._startup = startup if startup is not None else StartupTimeline(time.monotonic())
+        self._backend_refused = backend_refused
         self._attempts = BlockAttempts(
             spec,
             retry_rng if retry_rng is not None else np.random.default_rng(),
@@ -227,18 +234,72 @@ class JobRunner(Lifecycle):
         # When it started, for the summary; durations come from the monotonic clock.
         self._started_at = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
         self._started = time.monotonic()
-        await self._check_backend()
-        startup_stage("devices_checked")
-        # The device contexts are made while the job is checked and its graph prepared.
+        # The driver's check and the device contexts' warm-up start together (whichever
+        # thread loads the driver first initialises it; the other finds it loaded), and
+        # the graph is read meanwhile, once the job file passed its checks.
         self._warmup = ContextWarmup.start(self._backend_kind, self._devices, spec.job.executor)
-        # Everything refused before the folder is touched (validate checks the same).
-        check = await anyio.to_thread.run_sync(check_job, spec, self._job_file, self._out)
-        if check.folder is None:
-            raise ConfigurationError(
-                f"{self._job_file}: $.output.dir: no output folder is set",
-                fix="set dir in [output], or pass --out DIR.",
-            )
-        self._folder = check.folder
+        checked = anyio.Event()  # the devices' check ended
+        passed = anyio.Event()  # and passed: a graph may be generated
+        refusal: list[VyreError] = []
+
+        async def check_backend() -> None:
+            try:
+                await self._check_backend()
+                passed.set()
+            except VyreError as exc:
+                refusal.append(exc)
+            finally:
+                checked.set()
+
+        async def backend_checked() -> None:
+            await checked.wait()
+            if refusal:
+                raise refusal[0]
+
+        graph = GraphStart(spec, self._job_file, self._backend_kind, self._devices, passed)
+        failure: BaseException | None = None
+        async with anyio.create_task_group() as start:
+            start.start_soon(check_backend)
+            try:
+                # Everything refused before the folder is touched (validate checks the same).
+                try:
+                    check = await anyio.to_thread.run_sync(
+                        check_job, spec, self._job_file, self._out
+                    )
+                    if check.folder is None:
+                        raise ConfigurationError(
+                            f"{self._job_file}: $.output.dir: no output folder is set",
+                            fix="set dir in [output], or pass --out DIR.",
+                        )
+                    # The graph's events come before the folder may be made: held.
+                    log_file = JsonLogFile(check.folder / LOG_FILE, level=spec.logging.level)
+                    log_file.hold()
+                    self._log_file = log_file
+                except VyreError:
+                    await backend_checked()  # a refused backend is reported first
+                    raise
+                start.start_soon(graph.run)
+                await backend_checked()  # a refusal cancels the graph's preparation
+                startup_stage("devices_checked")
+                summary = await self._run_checked(check.folder, log_file, graph)
+            except anyio.get_cancelled_exc_class():
+                raise
+            except BaseException as exc:  # raised as it is, not in the task group's group
+                failure = exc
+                start.cancel_scope.cancel()
+        if failure is not None:
+            if self._log_file is not None:
+                self._log_file.close()  # no folder made yet: the events held are dropped
+            raise failure
+        return summary
+
+    async def _run_checked(
+        self, folder: Path, log_file: JsonLogFile, graph: GraphStart
+    ) -> JobSummary:
+        """Open the output folder and its log file (the events held so far first), and
+        run the job (its graph being prepared)."""
+        spec = self._spec
+        self._folder = folder
         self._job_file_path = str(await anyio.to_thread.run_sync(self._job_file.resolve))
         fingerprint = await anyio.to_thread.run_sync(job_fingerprint, spec, self._job_file)
         store = await anyio.to_thread.run_sync(
@@ -255,17 +316,17 @@ class JobRunner(Lifecycle):
         )
         startup_stage("job_checked")
         try:
-            self._log_file = JsonLogFile(self._folder / LOG_FILE, level=spec.logging.level)
-            await anyio.to_thread.run_sync(self._log_file.open)
+            await anyio.to_thread.run_sync(log_file.open)
             # The stages so far are logged now, the later ones as they end.
             self._startup.listen(self._log_startup)
             try:
                 if self._resume and store.manifest.complete:
+                    graph.cancel()
                     return await self._already_complete(store)
-                return await self._run_logged(store)
+                return await self._run_logged(store, graph)
             finally:
                 with anyio.CancelScope(shield=True):
-                    await anyio.to_thread.run_sync(self._log_file.close)
+                    await anyio.to_thread.run_sync(log_file.close)
         except BaseException:
             # A run refused before its first commit leaves no stub behind.
             with anyio.CancelScope(shield=True):
@@ -298,6 +359,8 @@ class JobRunner(Lifecycle):
             backend_unavailable_reason, self._backend_kind, self._devices, self._spec.job.executor
         )
         if reason is not None:
+            if self._backend_refused is not None:
+                raise self._backend_refused(reason)
             raise UnsupportedFeatureError(
                 f"job {self._spec.job.name!r} runs on the CUDA backend, and {reason}",
                 fix="run it where a GPU answers, or on the CPU backend: "
@@ -315,7 +378,7 @@ class JobRunner(Lifecycle):
                 "of the ordinals 0 to n-1.",
             )
 
-    async def _run_logged(self, store: ResultStore) -> JobSummary:
+    async def _run_logged(self, store: ResultStore, start: GraphStart) -> JobSummary:
         spec = self._spec
         _log.info(
             "job_started",
@@ -326,10 +389,8 @@ class JobRunner(Lifecycle):
         )
         # Ray (when used) starts while the graph is prepared; the graph cache is written
         # in the background while the job runs.
-        async with self._connect_executor(), anyio.create_task_group() as background:
-            graph = await prepare_job_graph(
-                spec, self._job_file, self._backend_kind, self._devices, background
-            )
+        async with self._connect_executor():
+            graph = await start.take()
             out_degree = sources_out_degree(spec, graph)
             # Converting and checking 10^6 listed sources takes milliseconds: in a thread.
             listed = await anyio.to_thread.run_sync(listed_source_arrays, spec)

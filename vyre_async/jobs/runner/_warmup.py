@@ -1,9 +1,12 @@
 """Creating a CUDA job's device contexts while the job is checked and its graph prepared.
 
 Opening a CUDA backend spends most of its time creating the device's primary context
-(about 95 ms on an H100 host). Before it opens its devices, a job checks its file,
-fingerprints it, opens its folder and prepares its graph, none of which needs a device;
-so the runner retains the primary contexts in background threads meanwhile, one
+(about 95 ms on an H100 host). Before it opens its devices, a job checks them (loading
+and initialising the driver), checks its file, fingerprints it, opens its folder and
+prepares its graph, none of which needs a context; so the runner starts the warm-up
+with the devices' check (the driver initialises once, in whichever thread asks
+first, and the contexts follow at once) and retains the primary contexts in
+background threads meanwhile, one
 thread per device, so that the devices' contexts are made at the same time, and the
 backends then open on contexts that already exist. Each context is marked on the
 start-up timeline (``device_context``, the device by its place among the job's). The
