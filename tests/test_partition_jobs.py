@@ -18,6 +18,7 @@ from job_files import committed, job_file, rmat_graph, write_job
 from partition_shapes import split_limit
 
 from vyre_async.backends import CpuBackend
+from vyre_async.errors import OutOfMemoryError
 from vyre_async.jobs import JobRunner, load_job, read_records
 from vyre_async.testing import capture_logs
 
@@ -65,6 +66,27 @@ async def test_a_job_over_one_devices_budget_runs_split_with_the_same_records(
     split = _rows(await committed(tmp_path / "split"))
     assert split == _rows(await committed(tmp_path / "one"))
     assert len(split) == 180
+
+
+async def test_a_jobs_device_memory_limit_splits_its_graph_or_refuses_it(tmp_path: Path) -> None:
+    """[limits] max_device_memory_gib is each device's budget: below a copy's size the
+    job's graph is split (the records equal one device's); below a part's, refused."""
+    graph = rmat_graph()
+    gib = split_limit(graph, 2) / (1 << 30)
+    workload = [{"kind": "bfs", "sources": {"random": 60, "seed": 9}}]
+    for name in "abc":
+        await anyio.Path(tmp_path / name).mkdir()
+    job = await job_file(tmp_path / "a", workload)
+    assert await _run(job, tmp_path / "one", 0) == "complete"
+    limited = await job_file(tmp_path / "b", workload, limits={"max_device_memory_gib": gib})
+    with capture_logs() as logs:
+        assert await _run(limited, tmp_path / "split", [0, 1]) == "complete"
+    placed = [e for e in logs if e["event"] == "graph_placed"]
+    assert [e["placement"] for e in placed] == ["partition"]
+    assert _rows(await committed(tmp_path / "split")) == _rows(await committed(tmp_path / "one"))
+    tiny = await job_file(tmp_path / "c", workload, limits={"max_device_memory_gib": gib / 8})
+    with pytest.raises(OutOfMemoryError, match=r"Fix: "):
+        await _run(tiny, tmp_path / "refused", [0, 1])
 
 
 CHILD = Path(__file__).with_name("job_child.py")

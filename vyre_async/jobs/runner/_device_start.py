@@ -71,9 +71,16 @@ class DeviceStart:
         kernels: What to load on each device once it is open.
     """
 
-    def __init__(self, kind: BackendKind, devices: DeviceSelector, kernels: Sequence[Kernel]):
+    def __init__(
+        self,
+        kind: BackendKind,
+        devices: DeviceSelector,
+        kernels: Sequence[Kernel],
+        memory_limit: int | None = None,
+    ):
         self._kind = kind
         self._devices = devices
+        self._memory_limit = memory_limit
         self._kernels = tuple(kernels)
         self._ready = anyio.Event()
         self._released = anyio.Event()
@@ -89,7 +96,9 @@ class DeviceStart:
         task_status.started()
         began = time.monotonic()
         try:
-            async with open_devices(self._kind, devices=self._devices) as group:
+            async with open_devices(
+                self._kind, devices=self._devices, memory_limit=self._memory_limit
+            ) as group:
                 startup_stage("devices_opened", began=began, devices=len(group))
                 await load_kernels_everywhere(group, self._kernels)
                 self._group = group

@@ -69,7 +69,12 @@ class LocalExecutor:
     @asynccontextmanager
     async def connect(self, spec: JobSpec) -> AsyncIterator[DeviceStart]:
         """Open the job's devices, with its workloads' kernels, in the background."""
-        start = DeviceStart(spec.job.backend, spec.job.devices, job_kernels(spec))
+        start = DeviceStart(
+            spec.job.backend,
+            spec.job.devices,
+            job_kernels(spec),
+            memory_limit=spec.limits.device_memory_limit,
+        )
         async with anyio.create_task_group() as tg:
             await tg.start(start.run)
             try:
@@ -98,6 +103,7 @@ class LocalExecutor:
             execute,
             blocks_per_slot=1 if counts_only else 2,
             start=connection,
+            memory_limit=spec.limits.device_memory_limit,
         )
 
 

@@ -106,13 +106,15 @@ async def local_target(
     execute: BlockExecutor,
     blocks_per_slot: int = 2,
     start: DeviceStart | None = None,
+    memory_limit: int | None = None,
 ) -> AsyncIterator[LocalTarget]:
     """A batching session over ``graph`` on the devices ``start`` opened (the first
-    time), else on devices opened here; the session and the devices close afterwards."""
+    time), else on devices opened here with each a ``memory_limit`` budget for the
+    graph (``None``: its free memory); the session and the devices close afterwards."""
     group = await start.take() if start is not None else None
     if group is None:
         async with (
-            open_devices(kind, devices=devices) as opened,
+            open_devices(kind, devices=devices, memory_limit=memory_limit) as opened,
             _session_target(opened, graph, batching, execute, blocks_per_slot) as target,
         ):
             yield target

@@ -287,6 +287,11 @@ class LimitsSection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     On the first SIGINT/SIGTERM in-flight work gets ``drain_timeout_s`` to finish.
     A job whose graph or item bookkeeping is estimated to need more host memory than
     ``max_host_memory_gib`` (default: what the machine has) is refused before it starts.
+    ``max_device_memory_gib`` is each local device's budget for the graph (default:
+    its free memory): a graph whose copy and smallest scratch do not fit it is split
+    over the job's devices (``devices = "all"`` or a list) instead of copied to each,
+    and a job whose graph does not fit its devices' budgets together is refused when
+    it opens them. Ray actors always hold whole copies and ignore it.
     A workload's sources file may list at most ``max_sources_per_file`` ids (and, as
     text, hold at most 64 bytes per id allowed).
     """
@@ -299,7 +304,14 @@ class LimitsSection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     max_reopens: Annotated[int, msgspec.Meta(ge=0, le=100)] = 2
     drain_timeout_s: Annotated[float, msgspec.Meta(gt=0.0, le=3600.0)] = 30.0
     max_host_memory_gib: Annotated[float, msgspec.Meta(gt=0.0, le=1 << 20)] | None = None
+    max_device_memory_gib: Annotated[float, msgspec.Meta(gt=0.0, le=1 << 20)] | None = None
     max_sources_per_file: Annotated[int, msgspec.Meta(ge=1, le=100_000_000)] = 1_000_000
+
+    @property
+    def device_memory_limit(self) -> int | None:
+        """``max_device_memory_gib`` in bytes (``None``: each device's free memory)."""
+        gib = self.max_device_memory_gib
+        return None if gib is None else int(gib * (1 << 30))
 
 
 class LoggingSection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
