@@ -89,7 +89,8 @@ def write_job(folder: Path, config: str, args: argparse.Namespace) -> Path:
 def run_job(job: Path, out: Path, env: dict[str, str], log: Any) -> dict[str, Any]:
     """One job in a child process: wall time, first commit, the runner's summary."""
     manifest = out / "manifest.json"
-    command = [sys.executable, "-m", "vyre_async.cli", "run", str(job), "--out", str(out)]
+    # What the `vyre-async` console script runs (its entry module, then the package).
+    command = [sys.executable, "-m", "_vyre_async_entry", "run", str(job), "--out", str(out)]
     t0 = time.perf_counter()
     first_commit: float | None = None
     with tempfile.TemporaryFile("w+") as output:

@@ -5,7 +5,8 @@ it (NumPy, anyio, the CUDA bindings) takes a noticeable moment. The ``vyre-async
 console script makes SIGINT and SIGTERM end the process at once, with a line saying
 nothing was started and the signal's exit code (130/143), before it imports
 anything (``_vyre_async_entry``, beside the package); the package's ``__init__``
-imports this module first so that ``python -m vyre_async`` gets the same. Imported
+imports this module first so that ``python -m vyre_async`` gets the same, a ``run``
+starting the CUDA driver's initialisation early as the console script does. Imported
 any other way, it does nothing.
 """
 
@@ -35,6 +36,20 @@ def run_as_the_command_line() -> bool:
     return False
 
 
+def command_args() -> list[str]:
+    """The command line's own arguments (after ``-m vyre_async``), from the
+    interpreter's: ``sys.argv`` is not set yet while the package is imported."""
+    args = sys.orig_argv[1:]
+    for at, arg in enumerate(args):
+        if arg == "-m":
+            return args[at + 2 :]
+        if arg.startswith("-m"):
+            return args[at + 1 :]
+    return []
+
+
 if run_as_the_command_line():
     with contextlib.suppress(ImportError):  # the package without its console script
-        import _vyre_async_entry  # noqa: F401 - importing it installs the handlers
+        import _vyre_async_entry  # importing it installs the handlers
+
+        _vyre_async_entry.start_cuda_early(command_args())  # cuInit while we import
