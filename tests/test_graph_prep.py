@@ -101,6 +101,39 @@ def test_a_damaged_entry_is_reported_and_not_used(cache: Path, where: str) -> No
     assert warning["path"] == str(path)
 
 
+def test_an_entry_whose_array_header_claims_more_than_its_member_is_refused(
+    cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An entry whose indices header claims 2**40 items (its member holds far fewer) is
+    a miss, refused before anything that size is allocated."""
+    params = rmat_params(9, 8, 3)
+    path = save_cached_rmat(params, rmat(9, 8, 3))
+    assert path is not None
+    data = bytearray(path.read_bytes())
+    with np.load(path) as archive:
+        count = archive["indices"].size
+    old = f"'shape': ({count},)".encode()
+    at = bytes(data).index(old)
+    end = bytes(data).index(b"\n", at)  # the header's padding spaces end there
+    segment = bytes(data[at:end])
+    claimed = segment.replace(old, f"'shape': ({1 << 40},)".encode())
+    assert claimed[len(segment) :].strip() == b""  # only padding is given up
+    data[at:end] = claimed[: len(segment)]
+    path.write_bytes(bytes(data))
+    allocated: list[int] = []
+    real_empty = np.empty
+
+    def watched_empty(shape: Any, *args: Any, **kwargs: Any) -> np.ndarray:
+        allocated.append(int(np.prod(shape, dtype=np.int64)))
+        return real_empty(shape, *args, **kwargs)
+
+    monkeypatch.setattr(np, "empty", watched_empty)
+    with capture_logs() as logs:
+        assert load_cached_rmat(params) is None
+    assert _events(logs, "graph_cache_damaged")
+    assert all(n < 1 << 40 for n in allocated)
+
+
 def test_an_entry_written_for_other_parameters_is_not_used(cache: Path) -> None:
     """An intact entry copied under another graph's name is refused (its params differ)."""
     ours, other = rmat_params(7, 4, 1), rmat_params(7, 4, 2)

@@ -15,10 +15,13 @@ The cache is an optimisation only: failing to read or write it never fails a job
 from __future__ import annotations
 
 import hashlib
+import math
 import os
+import struct
 import zipfile
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from io import BufferedReader
 from pathlib import Path
 from typing import BinaryIO
 
@@ -126,15 +129,48 @@ def _identity(params: RmatParams) -> bytes:
 
 
 def _read(path: Path) -> dict[str, np.ndarray]:
-    # The file is ours to close: np.load leaks its own handle when the zip is damaged.
+    """The entry's arrays, each read straight into its own memory.
+
+    ``np.load`` copies a member through the zip module in small reads (about 1 GB/s,
+    a third of a second for a scale-22 graph on the start-up's critical path); the
+    members are stored uncompressed, so each is read with one ``readinto`` from its
+    place in the file instead. The checksum is checked afterwards all the same.
+    """
     with open(path, "rb") as file:
         if file.read(4) != b"PK\x03\x04":
             raise ValueError("not a zip archive")
         file.seek(0)
-        with np.load(file, allow_pickle=False) as archive:
-            if isinstance(archive, np.lib.npyio.NpzFile):
-                return {key: archive[key] for key in archive.files}
-    raise ValueError("a single .npy array, not an archive")
+        with zipfile.ZipFile(file) as archive:
+            members = archive.infolist()
+        return {info.filename.removesuffix(".npy"): _read_member(file, info) for info in members}
+
+
+def _read_member(file: BufferedReader, info: zipfile.ZipInfo) -> np.ndarray:
+    """One stored ``.npy`` member of an archive, read in place (bounded by its size)."""
+    if info.compress_type != zipfile.ZIP_STORED:
+        raise ValueError(f"member {info.filename!r} is compressed")
+    file.seek(info.header_offset)
+    local = file.read(30)
+    if len(local) != 30 or local[:4] != b"PK\x03\x04":
+        raise ValueError(f"member {info.filename!r} has no local header")
+    name_bytes, extra_bytes = struct.unpack("<HH", local[26:30])
+    start = info.header_offset + 30 + name_bytes + extra_bytes
+    file.seek(start)
+    version = np.lib.format.read_magic(file)
+    if version == (1, 0):
+        shape, fortran, dtype = np.lib.format.read_array_header_1_0(file)
+    else:
+        shape, fortran, dtype = np.lib.format.read_array_header_2_0(file)
+    if dtype.hasobject:
+        raise ValueError(f"member {info.filename!r} holds Python objects")
+    count = math.prod(shape)  # exact: NumPy's product could wrap around
+    if file.tell() - start + count * dtype.itemsize != info.file_size:
+        raise ValueError(f"member {info.filename!r}: its header does not match its size")
+    array = np.empty(shape, dtype, order="F" if fortran else "C")
+    data = array.reshape(-1, order="A").view(np.uint8).data
+    if file.readinto(data) != array.nbytes:
+        raise EOFError(f"member {info.filename!r} is cut short")
+    return array
 
 
 def _check(arrays: dict[str, np.ndarray], params: RmatParams) -> str | None:
