@@ -22,7 +22,7 @@ from typing import Any, Literal
 import anyio
 from anyio.abc import TaskStatus
 
-from ..errors import UnsupportedFeatureError, VyreError
+from ..errors import ConfigurationError, UnsupportedFeatureError, VyreError
 from ..jobs import backend_unavailable_reason
 from ..logging import configure_logging, get_logger
 from ._app import SERVE_EXTRA, create_app, missing_serve_packages
@@ -58,20 +58,21 @@ def serve_command(
         return _failed(exc, 2)
     missing = missing_serve_packages()
     if missing:
-        print(
-            f"vyre-async: serving needs {' and '.join(missing)}, not installed here. "
-            f"Fix: {SERVE_EXTRA}.",
-            file=sys.stderr,
+        needs = " and ".join(missing)
+        return _failed(
+            ConfigurationError(f"serving needs {needs}, not installed here", fix=f"{SERVE_EXTRA}."),
+            2,
         )
-        return 2
     server = config.server
     if server.worker == "uvloop" and importlib.util.find_spec("uvloop") is None:
-        print(
-            f"vyre-async: {config_path}: [server] worker = 'uvloop' needs the uvloop "
-            "package, not installed here. Fix: pip install uvloop, or use worker = 'asyncio'.",
-            file=sys.stderr,
+        return _failed(
+            ConfigurationError(
+                f"{config_path}: [server] worker = 'uvloop' needs the uvloop package, "
+                "not installed here",
+                fix="pip install uvloop, or use worker = 'asyncio'.",
+            ),
+            2,
         )
-        return 2
     configure_logging(log_format or config.logging.format, level=log_level or config.logging.level)
     reason = backend_unavailable_reason(server.backend, server.devices)
     if reason is not None:
