@@ -1,4 +1,4 @@
-#include "pagerank_prelude.cuh"
+#include "pagerank_warp_tasks.cuh"
 
 // Edges per warp task. A hub's in-list is cut into many tasks spread over the grid,
 // so no warp holds the launch open for a hub (one did: 6.4 ms per iteration at R-MAT
@@ -6,49 +6,6 @@
 #define CHUNK 1024
 // Groups of 32 edges a warp gathers at once: their loads are in flight together.
 #define STEPS 2
-
-// The vertex whose in-list holds edge j: the largest v with offsets[v] <= j.
-__device__ __forceinline__ long long owning_vertex(const long long* offsets, int n, long long j)
-{
-    long long lo = 0;
-    long long hi = n;  // offsets[hi] = E > j for any valid edge
-    while (hi - lo > 1) {
-        const long long mid = (lo + hi) >> 1;
-        if (__ldg(&offsets[mid]) <= j) {
-            lo = mid;
-        } else {
-            hi = mid;
-        }
-    }
-    return lo;
-}
-
-// Positions inside one chunk fit in 32 bits, so every shuffle below moves one word
-// (the 64-bit merge helpers cost two per shuffle, and shuffles bounded the gather).
-__device__ __forceinline__ int exclusive_scan32(int x, unsigned lane, int* total)
-{
-    int inclusive = x;
-    for (int d = 1; d < 32; d <<= 1) {
-        const int y = __shfl_up_sync(FULL_MASK, inclusive, d);
-        if (lane >= (unsigned)d) {
-            inclusive += y;
-        }
-    }
-    *total = __shfl_sync(FULL_MASK, inclusive, 31);
-    return inclusive - x;
-}
-
-// The largest lane whose merged start is <= k (starts never decrease across lanes).
-__device__ __forceinline__ int owner32(int start, int k)
-{
-    int owner = 0;
-    for (int step = 16; step > 0; step >>= 1) {
-        if (__shfl_sync(FULL_MASK, start, owner + step) <= k) {
-            owner += step;
-        }
-    }
-    return owner;
-}
 
 extern "C" __global__ void pr_gather(const long long* __restrict__ in_offsets,
                                      const int* __restrict__ in_indices,

@@ -1,4 +1,4 @@
-#include "pagerank_prelude.cuh"
+#include "pagerank_warp_tasks.cuh"
 #include "pagerank_part_prelude.cuh"
 
 // PR_PART_GATHER_CHUNK edges per warp task, as in pr_gather: a hub's in-list is cut
@@ -6,49 +6,6 @@
 // (one thread per vertex did: a hub of R-MAT scale 24 has about 10^6 in-edges).
 // Groups of 32 edges a warp gathers at once: their loads are in flight together.
 #define PART_STEPS 2
-
-// The vertex whose in-list holds edge j: the largest v in [0, n) with offsets[v] <= j.
-__device__ __forceinline__ long long pr_part_owning_vertex(const long long* offsets,
-                                                           long long n,
-                                                           long long j)
-{
-    long long lo = 0;
-    long long hi = n;
-    while (hi - lo > 1) {
-        const long long mid = (lo + hi) >> 1;
-        if (__ldg(&offsets[mid]) <= j) {
-            lo = mid;
-        } else {
-            hi = mid;
-        }
-    }
-    return lo;
-}
-
-__device__ __forceinline__ int pr_part_exclusive_scan(int x, unsigned lane, int* total)
-{
-    int inclusive = x;
-    for (int d = 1; d < 32; d <<= 1) {
-        const int y = __shfl_up_sync(FULL_MASK, inclusive, d);
-        if (lane >= (unsigned)d) {
-            inclusive += y;
-        }
-    }
-    *total = __shfl_sync(FULL_MASK, inclusive, 31);
-    return inclusive - x;
-}
-
-// The largest lane whose merged start is <= k (starts never decrease across lanes).
-__device__ __forceinline__ int pr_part_owner_lane(int start, int k)
-{
-    int owner = 0;
-    for (int step = 16; step > 0; step >>= 1) {
-        if (__shfl_sync(FULL_MASK, start, owner + step) <= k) {
-            owner += step;
-        }
-    }
-    return owner;
-}
 
 // Vertex u's share in recv: slot (u / chunk) at u % chunk, that is u plus the headers
 // of the slots before it. The owner comes from comparisons with the slots' bounds
@@ -98,8 +55,8 @@ extern "C" __global__ void pr_part_gather(const long long* __restrict__ in_offse
     const long long task_edges = PR_PART_GATHER_CHUNK;
     for (long long cs = warp * task_edges; cs < edges; cs += warps * task_edges) {
         const long long ce = min(cs + task_edges, edges);
-        const long long v0 = pr_part_owning_vertex(in_offsets, nd, cs);
-        const long long v1 = pr_part_owning_vertex(in_offsets, nd, ce - 1);
+        const long long v0 = owning_vertex(in_offsets, nd, cs);
+        const long long v1 = owning_vertex(in_offsets, nd, ce - 1);
         for (long long vw = v0; vw <= v1; vw += 32) {
             const long long v = vw + lane;
             int begin = (int)(ce - cs);  // chunk-relative; lanes past v1 hold no edges
@@ -110,7 +67,7 @@ extern "C" __global__ void pr_part_gather(const long long* __restrict__ in_offse
                 end = max(end, begin);
             }
             int total = 0;
-            const int start = pr_part_exclusive_scan(end - begin, lane, &total);
+            const int start = exclusive_scan32(end - begin, lane, &total);
             const int shift = begin - start;  // merged position k is chunk edge k + shift
             for (int k0 = 0; k0 < total; k0 += 32 * PART_STEPS) {
                 int owner[PART_STEPS];
@@ -119,7 +76,7 @@ extern "C" __global__ void pr_part_gather(const long long* __restrict__ in_offse
 #pragma unroll
                 for (int s = 0; s < PART_STEPS; ++s) {
                     const int k = k0 + 32 * s + (int)lane;
-                    owner[s] = pr_part_owner_lane(start, k);
+                    owner[s] = owner32(start, k);
                     first[s] = max(__shfl_sync(FULL_MASK, start, owner[s]) - (k - (int)lane), 0);
                     const int edge = k + __shfl_sync(FULL_MASK, shift, owner[s]);
                     const int u = k < total ? __ldg(&in_indices[cs + edge]) : -1;
