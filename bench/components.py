@@ -23,16 +23,14 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import platform
 import statistics
-import sys
 import time
 from typing import Any
 
 import anyio
 import numpy as np
-from device_record import environment
+from device_record import environment, write_summary
 from scipy.sparse import csgraph, csr_array
 
 import vyre_async as va
@@ -185,13 +183,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="CPU backend, R-MAT 12")
     args = parser.parse_args()
     summary = anyio.run(main_async, args.quick, args.rounds)
-    print(
-        json.dumps({"ratios": summary["ratios"], "targets_met": summary["targets_met"]}, indent=2)
-    )
-    with open(args.out, "w") as fh:
-        json.dump(summary, fh, indent=2)
-    if not all(summary["targets_met"].values()):
-        print("some targets were not met (see targets_met)", file=sys.stderr)
+    write_summary(summary, args.out)
 
 
 if __name__ == "__main__":

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import platform
 import statistics
 import sys
@@ -37,7 +36,7 @@ from typing import Any
 
 import anyio
 import numpy as np
-from device_record import environment
+from device_record import environment, write_summary
 from scipy.sparse import csgraph, csr_array
 
 import vyre_async as va
@@ -283,13 +282,7 @@ def main() -> None:
     if not args.quick and pyg is None:
         print("PyTorch Geometric (or PyTorch with CUDA) is missing: no ratios", file=sys.stderr)
     summary = anyio.run(main_async, args.quick, args.rounds, args.seeds, torch, pyg)
-    print(
-        json.dumps({"ratios": summary["ratios"], "targets_met": summary["targets_met"]}, indent=2)
-    )
-    with open(args.out, "w") as fh:
-        json.dump(summary, fh, indent=2)
-    if not summary["targets_met"] or not all(summary["targets_met"].values()):
-        print("some targets were not met or not measured (see targets_met)", file=sys.stderr)
+    write_summary(summary, args.out)
 
 
 if __name__ == "__main__":

@@ -30,16 +30,14 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import platform
 import statistics
-import sys
 import time
 from typing import Any
 
 import anyio
 import numpy as np
-from device_record import environment
+from device_record import environment, write_summary
 
 import vyre_async as va
 from vyre_async.algorithms import query_kinds
@@ -247,13 +245,7 @@ def main() -> None:
     if args.quick:
         devices, args.scale, args.rounds = [0, 1, 2], 11, 1
     summary = anyio.run(main_async, args.quick, devices, args.scale, args.rounds)
-    print(
-        json.dumps({"ratios": summary["ratios"], "targets_met": summary["targets_met"]}, indent=2)
-    )
-    with open(args.out, "w") as fh:
-        json.dump(summary, fh, indent=2)
-    if not all(summary["targets_met"].values()):
-        print("some targets were not met (see targets_met)", file=sys.stderr)
+    write_summary(summary, args.out)
 
 
 if __name__ == "__main__":
