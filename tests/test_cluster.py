@@ -5,17 +5,31 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import anyio
+import msgspec
 import numpy as np
 import pytest
 import ray
-from job_files import committed, expected_reach, item_array, job_file, random_sources, rmat_graph
+from job_files import (
+    committed,
+    expected_reach,
+    item_array,
+    job_file,
+    random_sources,
+    rmat_graph,
+    write_job,
+)
 
 import vyre_async as va
+from vyre_async.cluster import GraphStore, KeptGraph
+from vyre_async.cluster._executor import _address
+from vyre_async.cluster._store import KEEP, NAMESPACE, STORE_NAME
+from vyre_async.cluster._wire import ActorJob
 from vyre_async.graphs import save_npz
 from vyre_async.jobs import JobRunner, load_job
-from vyre_async.jobs.graph import graph_loads
+from vyre_async.jobs.graph import graph_fingerprint, graph_loads
 from vyre_async.testing import capture_logs
 
 
@@ -191,3 +205,213 @@ async def test_a_ray_job_under_trio_is_refused_with_a_fix(tmp_path: Path) -> Non
     job = await job_file(tmp_path, [{"kind": "reach", "sources": [0]}], job={"executor": "ray"})
     with pytest.raises(va.ConfigurationError, match=r"asyncio only.*Fix:"):
         await _run(job)
+
+
+def _kept_graphs() -> list[KeptGraph]:
+    """What the cluster's graph store keeps now."""
+    store = ray.get_actor(STORE_NAME, namespace=NAMESPACE)
+    return msgspec.msgpack.decode(ray.get(store.graphs.remote()), type=list[KeptGraph])
+
+
+@pytest.mark.usefixtures("ray_instance")
+async def test_a_later_job_of_the_same_graph_starts_from_the_cluster_store(
+    tmp_path: Path,
+) -> None:
+    """The first job lends its graph and the store keeps a copy; a later job of the same
+    graph (other workloads, another folder) starts its actors from that copy and puts
+    nothing; both equal SciPy."""
+    graph_section = {"kind": "rmat", "scale": 9, "edge_factor": 8, "seed": 23}
+    graph = va.graphs.rmat(9, 8, 23)
+    first = await job_file(
+        await _folder(tmp_path / "first"),
+        [{"kind": "reach", "sources": {"random": 200, "seed": 3}}],
+        job={"executor": "ray"},
+        graph=graph_section,
+    )
+    second = await job_file(
+        await _folder(tmp_path / "second"),
+        [{"kind": "bfs", "sources": {"random": 150, "seed": 4}}],
+        job={"executor": "ray"},
+        graph=graph_section,
+    )
+    spec = await anyio.to_thread.run_sync(load_job, first)
+    key = await anyio.to_thread.run_sync(graph_fingerprint, spec, first)
+    with capture_logs() as logs, anyio.fail_after(240):
+        assert (await _run(first)).status == "complete"
+    assert [e["origin"] for e in logs if e["event"] == "ray_graph"] == ["driver"]
+    assert [e["status"] for e in logs if e["event"] == "ray_graph_kept"] == ["kept"]
+    kept = await anyio.to_thread.run_sync(_kept_graphs)
+    assert key in [k.key for k in kept]
+    nbytes = graph.offsets.nbytes + graph.indices.nbytes
+    assert [k.nbytes for k in kept if k.key == key] == [nbytes]
+    with capture_logs() as logs, anyio.fail_after(240):
+        assert (await _run(second)).status == "complete"
+    assert [e["origin"] for e in logs if e["event"] == "ray_graph"] == ["cluster"]
+    started = [e for e in logs if e["event"] == "ray_actors_started"]
+    assert [e["graph"] for e in started] == ["in the cluster's store"]
+    assert not [e for e in logs if e["event"] == "ray_graph_kept"], "nothing was lent"
+    for folder, count, seed in (("first", 200, 3), ("second", 150, 4)):
+        sources = random_sources(count, seed, graph.num_vertices)
+        records = await committed(tmp_path / folder / "out")
+        assert sorted(r.id for r in records) == list(range(count))
+        for record in records:
+            assert record.reached == expected_reach(graph, sources[record.id])
+
+
+@pytest.mark.usefixtures("ray_instance")
+async def test_no_actor_is_created_with_arguments_in_the_object_store(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """A graph and a source list far over Ray's inline limit (100 KiB) stay out of the
+    actors' constructor arguments, so Ray logs no error line about restarts."""
+    sources = list(range(0, 8192, 1))
+    job = await job_file(
+        tmp_path,
+        [{"kind": "reach", "sources": sources}],
+        job={"executor": "ray"},
+        graph={"kind": "rmat", "scale": 13, "edge_factor": 16, "seed": 2},
+    )
+    with anyio.fail_after(240):
+        assert (await _run(job)).status == "complete"
+    graph = va.graphs.rmat(13, 16, 2)
+    assert graph.indices.nbytes > 100 * 1024, "the graph must be too large to inline"
+    err = (await anyio.to_thread.run_sync(capfd.readouterr)).err
+    assert "constructor arguments in the object store" not in err
+
+
+@pytest.mark.usefixtures("ray_instance")
+def test_the_store_keeps_the_most_recently_used_graphs() -> None:
+    """Past KEEP graphs, the least recently used one (looked up or kept) goes first."""
+    store = ray.remote(GraphStore).remote()  # a store of its own, not the cluster's
+    rng = np.random.default_rng()
+
+    def keep(key: str) -> None:
+        lent = [ray.put(rng.integers(0, 9, 4)), ray.put(rng.integers(0, 9, 7)), None, False]
+        assert ray.get(store.keep.remote(key, "run", lent)) == "kept"
+
+    for i in range(KEEP):
+        keep(f"g{i}")
+    assert ray.get(store.lookup.remote("g0")) is not None  # g0 is now the most recent
+    keep("new")
+    kept = msgspec.msgpack.decode(ray.get(store.graphs.remote()), type=list[KeptGraph])
+    assert [k.key for k in kept] == [*(f"g{i}" for i in range(2, KEEP)), "g0", "new"]
+    assert ray.get(store.lookup.remote("g1")) is None
+    got = ray.get(store.lookup.remote("new"))
+    assert len(got) == 4
+    assert got[2] is None
+    assert got[3] is False
+    assert [k.nbytes for k in kept][-1] == 11 * np.dtype(np.int64).itemsize
+    ray.kill(store)
+
+
+def test_the_cluster_address_comes_from_the_job_file_then_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ray_address wins over RAY_ADDRESS; with neither, a local instance starts."""
+    job = write_job(tmp_path, [{"kind": "reach", "sources": [0]}], job={"executor": "ray"})
+    spec = load_job(job)
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    assert _address(spec) == (None, "none")
+    monkeypatch.setenv("RAY_ADDRESS", "10.0.0.7:6379")
+    assert _address(spec) == ("10.0.0.7:6379", "RAY_ADDRESS")
+    spec = msgspec.structs.replace(spec, job=msgspec.structs.replace(spec.job, ray_address="auto"))
+    assert _address(spec) == ("auto", "ray_address")
+
+
+def test_an_actor_is_created_with_a_few_hundred_bytes_whatever_the_sources(
+    tmp_path: Path,
+) -> None:
+    """A million listed sources do not travel to the actors (blocks carry theirs)."""
+    sources = np.random.default_rng().integers(0, 256, 1_000_000).tolist()
+    job = write_job(tmp_path, [{"kind": "khop", "k": 2, "sources": sources}])
+    spec = load_job(job)
+    encoded = msgspec.msgpack.encode(ActorJob.of(spec, "0" * 64, "run"))
+    assert len(encoded) < 1024
+    decoded = msgspec.msgpack.decode(encoded, type=ActorJob)
+    assert [(w.kind, w.params["k"]) for w in decoded.workloads] == [("khop", 2)]
+
+
+def _warm_actors() -> dict[str, list[str]]:
+    store = ray.get_actor(STORE_NAME, namespace=NAMESPACE)
+    return ray.get(store.warm_actors.remote())
+
+
+def _alive(names: list[str]) -> list[str]:
+    """Which of the named kept actors still exist (kept actors live in NAMESPACE)."""
+    listed = {a["name"] for a in ray.util.list_named_actors(all_namespaces=True)}
+    return [n for n in names if n in listed]
+
+
+@pytest.mark.usefixtures("ray_instance")
+async def test_kept_actors_take_a_later_job_of_their_graph_and_leave_for_another(
+    tmp_path: Path,
+) -> None:
+    """ray_keep_actors_s: the actors wait after the job; a later job of the graph (other
+    workload and batching) runs on them without starting any; a job of another graph
+    that needs their devices has them removed; results equal SciPy throughout."""
+    graph_a = {"kind": "rmat", "scale": 9, "edge_factor": 8, "seed": 31}
+    graph_b = {"kind": "rmat", "scale": 9, "edge_factor": 8, "seed": 32}
+
+    async def run(name: str, graph: dict[str, Any], keep: float, batch: int) -> list[Any]:
+        job = await job_file(
+            await _folder(tmp_path / name),
+            [{"kind": "reach", "sources": {"random": 120, "seed": 9}}],
+            job={"executor": "ray", "ray_keep_actors_s": keep},
+            graph=graph,
+            batching={"max_batch": batch},
+        )
+        with capture_logs() as logs, anyio.fail_after(240):
+            assert (await _run(job)).status == "complete"
+        sources = random_sources(120, 9, 1 << 9)
+        reference = va.graphs.rmat(9, 8, graph["seed"])
+        records = await committed(tmp_path / name / "out")
+        assert sorted(r.id for r in records) == list(range(120))
+        for record in records:
+            assert record.reached == expected_reach(reference, sources[record.id])
+        return logs
+
+    logs = await run("first", graph_a, 120.0, 16)
+    assert [e["warm"] for e in logs if e["event"] == "ray_actors_started"] == [0]
+    warm = await anyio.to_thread.run_sync(_warm_actors)
+    assert len(warm) == 1
+    (kept,) = warm.values()
+    assert len(kept) == 2
+    logs = await run("second", graph_a, 0.0, 32)
+    assert [e["warm"] for e in logs if e["event"] == "ray_actors_started"] == [2]
+    ready = [e for e in logs if e["event"] == "ray_actor_ready"]
+    assert sorted(e["actor"] for e in ready) == sorted(kept)
+    assert all(e["warm"] for e in ready), "no actor was started anew"
+    assert await anyio.to_thread.run_sync(_warm_actors) == {}, "keep 0: removed after"
+    logs = await run("third", graph_a, 120.0, 16)
+    kept = next(iter((await anyio.to_thread.run_sync(_warm_actors)).values()))
+    logs = await run("other", graph_b, 0.0, 16)
+    evicted = [e["actors"] for e in logs if e["event"] == "ray_actors_evicted"]
+    assert evicted == [2], "the idle actors of the other graph held both devices"
+    assert await anyio.to_thread.run_sync(_warm_actors) == {}
+    with anyio.fail_after(60):
+        while await anyio.to_thread.run_sync(_alive, kept):  # noqa: ASYNC110 - Ray's own
+            await anyio.sleep(0.05)
+
+
+@pytest.mark.usefixtures("ray_instance")
+async def test_a_kept_actor_exits_once_idle_for_its_time(tmp_path: Path) -> None:
+    """An actor kept 1 s after its job leaves the store's list and exits on its own."""
+    job = await job_file(
+        tmp_path,
+        [{"kind": "reach", "sources": {"random": 50, "seed": 2}}],
+        job={"executor": "ray", "ray_keep_actors_s": 1.0, "ray_workers": 1},
+    )
+    with anyio.fail_after(240):
+        assert (await _run(job)).status == "complete"
+    with anyio.fail_after(60):
+        while await anyio.to_thread.run_sync(_warm_actors):  # noqa: ASYNC110 - Ray's own
+            await anyio.sleep(0.05)
+        names = [
+            a["name"]
+            for a in await anyio.to_thread.run_sync(
+                lambda: ray.util.list_named_actors(all_namespaces=True)
+            )
+            if a["name"].startswith("vyre-test-job-")
+        ]
+        while await anyio.to_thread.run_sync(_alive, names):  # noqa: ASYNC110 - Ray's own
+            await anyio.sleep(0.05)

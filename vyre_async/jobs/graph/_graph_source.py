@@ -52,16 +52,38 @@ def job_fingerprint(spec: JobSpec, job_file: Path) -> str:
     if spec.graph.kind == "rmat":  # another generator draws another graph from one seed
         digest.update(f"rmat-generator:{RmatParams.generator_version}".encode())
     if spec.graph.path is not None:
-        path = job_file.parent / spec.graph.path
-        try:
-            content = graph_file_sha256(path)
-        except OSError as exc:
-            raise ConfigurationError(
-                f"{job_file}: $.graph.path: {path} cannot be read ({exc.strerror or exc})",
-                fix="check the path; it is relative to the job file's folder.",
-            ) from None
-        digest.update(f"graph-sha256:{content}".encode())
+        digest.update(f"graph-sha256:{_file_sha256(spec, job_file)}".encode())
     return digest.hexdigest()
+
+
+def graph_fingerprint(spec: JobSpec, job_file: Path) -> str:
+    """Hash of what determines a job's graph: its ``[graph]`` section, the R-MAT
+    generator's version, and for a graph read from a file the file's content.
+
+    Jobs of one graph share it whatever their workloads, so a cluster can keep one
+    copy of the graph for all of them. The file's SHA-256 comes from the graph cache
+    as for :func:`job_fingerprint`.
+
+    Raises:
+        ConfigurationError: The graph file cannot be read.
+    """
+    digest = hashlib.sha256(b"graph:" + msgspec.json.encode(spec.graph))
+    if spec.graph.kind == "rmat":
+        digest.update(f"rmat-generator:{RmatParams.generator_version}".encode())
+    if spec.graph.path is not None:
+        digest.update(f"graph-sha256:{_file_sha256(spec, job_file)}".encode())
+    return digest.hexdigest()
+
+
+def _file_sha256(spec: JobSpec, job_file: Path) -> str:
+    path = job_file.parent / str(spec.graph.path)
+    try:
+        return graph_file_sha256(path)
+    except OSError as exc:
+        raise ConfigurationError(
+            f"{job_file}: $.graph.path: {path} cannot be read ({exc.strerror or exc})",
+            fix="check the path; it is relative to the job file's folder.",
+        ) from None
 
 
 def graph_path(spec: JobSpec, job_file: Path) -> tuple[Path, bool] | None:

@@ -31,12 +31,15 @@ PROVIDERS: dict[str, str] = {"ray": "vyre_async.cluster"}
 class Executor(Protocol):
     """Opens what a job's blocks run on, for one run and then one generation at a time."""
 
-    def connect(self, spec: JobSpec) -> AbstractAsyncContextManager[Any]:
+    def connect(self, spec: JobSpec, *, graph_key: str) -> AbstractAsyncContextManager[Any]:
         """What lasts the whole run (a cluster connection; nothing for local work).
 
         Entered before the job's graph is prepared, so a slow connection (or the
         local devices' opening) overlaps it. ``spec``'s ``[job]`` names the backend and
-        devices the run uses (the command line's choice where it made one).
+        devices the run uses (the command line's choice where it made one);
+        ``graph_key`` identifies the job's graph (:func:`~vyre_async.jobs.graph.
+        graph_fingerprint`), so a cluster that kept it from an earlier job can start
+        from its copy before this driver has prepared its own.
         """
         ...
 
@@ -67,8 +70,9 @@ class LocalExecutor:
     """Blocks run on a resident-graph session over this process's devices."""
 
     @asynccontextmanager
-    async def connect(self, spec: JobSpec) -> AsyncIterator[DeviceStart]:
-        """Open the job's devices, with its workloads' kernels, in the background."""
+    async def connect(self, spec: JobSpec, *, graph_key: str) -> AsyncIterator[DeviceStart]:
+        """Open the job's devices, with its workloads' kernels, in the background
+        (``graph_key`` is not needed: the graph comes from this process)."""
         start = DeviceStart(
             spec.job.backend,
             spec.job.devices,

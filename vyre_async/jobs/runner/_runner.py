@@ -56,7 +56,7 @@ from ...telemetry import (
     recording_startup,
     startup_stage,
 )
-from ..graph import job_fingerprint
+from ..graph import graph_fingerprint, job_fingerprint
 from ..output import LOG_FILE, Manifest, ManifestKey, ResultStore, record_layout
 from ..spec import JobSpec, resolve_sources
 from ._attempts import BlockAttempts
@@ -562,7 +562,11 @@ class JobRunner(Lifecycle):
         spec = self._spec
         self._executor = executor_for(spec.job.executor)
         job = msgspec.structs.replace(spec.job, backend=self._backend_kind, devices=self._devices)
-        async with self._executor.connect(msgspec.structs.replace(spec, job=job)) as connection:
+        # The graph file's digest is in the graph cache by now (the job's fingerprint).
+        graph_key = await anyio.to_thread.run_sync(graph_fingerprint, spec, self._job_file)
+        async with self._executor.connect(
+            msgspec.structs.replace(spec, job=job), graph_key=graph_key
+        ) as connection:
             self._connection = connection
             try:
                 yield

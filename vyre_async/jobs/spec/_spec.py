@@ -67,7 +67,10 @@ class JobSection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     ``devices`` is a device ordinal, ``"all"`` (every GPU of the host, the graph
     replicated on each, batches spread over them) or a list of ordinals.
     ``executor = "ray"`` runs blocks on Ray actors, one per GPU of the cluster at
-    ``ray_address`` (a local Ray instance when unset), or ``ray_workers`` of them.
+    ``ray_address`` (else ``RAY_ADDRESS``, else a local Ray instance), or
+    ``ray_workers`` of them. ``ray_keep_actors_s > 0`` keeps them alive that many
+    idle seconds after the job, with the graph on their devices, for a later job of
+    the same graph and backend to take at once.
     """
 
     name: JobName
@@ -80,6 +83,7 @@ class JobSection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
     executor: Literal["local", "ray"] = "local"
     ray_address: Annotated[str, msgspec.Meta(min_length=1)] | None = None
     ray_workers: Annotated[int, msgspec.Meta(ge=1, le=4096)] | None = None
+    ray_keep_actors_s: Annotated[float, msgspec.Meta(ge=0, le=86400)] = 0.0
 
 
 class GraphSection(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
