@@ -2,41 +2,55 @@
 
 The same job (``--items`` BFS reach counts from random sources of R-MAT scale
 ``--scale``, edge factor 16, seed 1, 1024 queries per traversal) runs as users run it,
-``python -m vyre_async.cli run job.json`` in a child process, three ways:
+``python -m vyre_async.cli run job.json`` in a child process, in up to four ways:
 
 - ``one``: ``devices = 0`` (one local GPU);
 - ``all``: ``devices = "all"`` (every local GPU, the graph replicated on each);
-- ``ray``: ``executor = "ray"``, ``ray_workers = 2`` on a local Ray instance the job starts
-  (two actors on this host, one GPU each).
+- ``ray``: ``executor = "ray"``, ``ray_address = "auto"``: attached to a Ray cluster
+  that is already running, as users run Ray (start a cluster once, submit many jobs).
+  With ``--ray-cluster start`` (the default) the benchmark starts one on this host
+  (``ray start --head``, every GPU) before the timed runs and stops it at the end
+  (``ray stop``, which stops every Ray instance of this user on this host);
+  with ``--ray-cluster ADDRESS`` it attaches to that one. One actor per GPU, kept
+  ``--ray-keep-actors-s`` seconds after each job (default 120; 0: every job starts
+  its own actors), so a job takes the actors the one before it left, with the graph
+  on their GPUs;
+- ``ray_local``: ``executor = "ray"``, ``ray_workers = 2``, no address: the job starts
+  its own local Ray instance and stops it (``--configs`` must name it).
 
-For each run: the child's wall time (spawn to exit: Python start, Ray start, graph,
-every record committed), the runner's own seconds, the time to the first committed
-block (the parent polls ``manifest.json`` every 10 ms from the spawn), where the graph
-came from and how long it took (the job's ``graph_ready`` log line), the steady
-rate after the first commit, and the job's start-up timeline (its ``startup`` log
-lines: each stage's offset from the child's start, see ``bench/jobs_timeline.py``; in
-the log after each run, and under ``startup`` in the JSON). Configurations alternate
-for ``--repeats`` rounds, so drift hits all three; medians and ratios against ``one``
-are reported with the targets (``all`` >= 3.5x ``one`` end to end on four GPUs,
->= 1.9x on two, >= 1.8x otherwise; ``ray`` >= 1.6x; the first committed block
-<= 2 s after the spawn on ``one`` and ``all``; ``one``'s graph ready < 2 s). The
-committed records of every run are compared.
+For each run: the child's wall time (spawn to exit: Python start, Ray connection,
+graph, every record committed), the runner's own seconds, the time to the first
+committed block (the parent polls ``manifest.json`` every 10 ms from the spawn), where
+the graph came from and how long it took (the job's ``graph_ready`` log line; for Ray,
+``ray_graph``: from the cluster's graph store or put by the driver), the steady rate
+after the first commit, and the job's start-up timeline (its ``startup`` log lines:
+each stage's offset from the child's start, see ``bench/jobs_timeline.py``; Ray jobs
+add ``ray_connected``, ``ray_actors_created`` and one ``ray_actor_ready`` per actor).
+Configurations alternate for ``--repeats`` rounds, so drift hits all of them; medians
+and ratios against ``one`` are reported with the targets (``all`` >= 3.5x ``one`` end
+to end on four GPUs, >= 1.9x on two, >= 1.8x otherwise; ``ray`` >= 1.7x; the first
+committed block <= 2 s after the spawn on ``one`` and ``all``; ``one``'s graph ready
+< 2 s). The committed records of every run are compared.
 
 The graph cache is a temporary folder: ``--graph-cache warm`` (default) fills it once
-before the timed runs, as on a machine that ran the job before; ``cold`` empties it
-before every run, so every run builds its graph (on a GPU where there is one).
+before the timed runs, as on a machine that ran the job before (a one-item job of each
+configuration also fills the Ray cluster's graph store, as an earlier job on the
+cluster would); ``cold`` empties it before every run, so every run builds its graph
+(on a GPU where there is one); the Ray cluster's store is then left as it is.
 
 Writes ``scale-<UTC date>.log`` (every child's output) and ``.json`` to ``--out``, else
 ``$OUT``, else the current folder. ``--quick`` is a CPU smoke run (CPU backend, scale
-10, 3000 items, two CPU backends as the "all" devices, one round) that completes on a
-machine without a GPU.
+10, 3000 items, two CPU backends as the "all" devices, two Ray actors, one round)
+that completes on a machine without a GPU.
 
-Usage: ``python bench/scale.py [--items 1000000] [--repeats 3] [--out DIR] [--quick]``
+Usage: ``python bench/scale.py [--items 1000000] [--repeats 3] [--configs one,all,ray]
+[--ray-cluster start|ADDRESS] [--out DIR] [--quick]``
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime
 import json
 import os
@@ -47,6 +61,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -56,7 +71,8 @@ from vyre_async.jobs import read_records
 from vyre_async.testing import gpu_unavailable_reason
 
 CONFIGS = ("one", "all", "ray")
-TARGETS = {"all": 1.8, "ray": 1.6}
+RAY_CONFIGS = ("ray", "ray_local")
+TARGETS = {"all": 1.8, "ray": 1.7}
 #: ``all`` over ``one`` end to end, by how many devices ``all`` ran on.
 ALL_TARGETS = {2: 1.9, 4: 3.5}
 GRAPH_READY_TARGET_S = 2.0
@@ -70,6 +86,15 @@ def write_job(folder: Path, config: str, args: argparse.Namespace) -> Path:
         job["devices"] = 0
     elif config == "all":
         job["devices"] = args.all_devices
+    elif config == "ray":
+        job |= {
+            "executor": "ray",
+            "ray_address": args.ray_address,
+            "ray_keep_actors_s": args.ray_keep_actors_s,
+            "devices": 0,
+        }
+        if args.quick:
+            job["ray_workers"] = 2
     else:
         job |= {"executor": "ray", "ray_workers": 2, "devices": 0}
     spec = {
@@ -112,7 +137,8 @@ def run_job(job: Path, out: Path, env: dict[str, str], log: Any) -> dict[str, An
     events = startup_events(out)
     log.write(f"start-up timeline of {job.name}:\n{format_startup(events)}\n\n")
     log.flush()
-    ready = _graph_ready(out / "log.jsonl")
+    ready = _event(out / "log.jsonl", "graph_ready")
+    ray_graph = _event(out / "log.jsonl", "ray_graph")
     seconds = summary["seconds"]
     items = summary["items_this_run"]
     steady = None
@@ -124,6 +150,9 @@ def run_job(job: Path, out: Path, env: dict[str, str], log: Any) -> dict[str, An
         "first_commit_s": first_commit,
         "graph_origin": ready.get("origin"),
         "graph_ready_s": ready.get("seconds"),
+        "ray_graph_origin": ray_graph.get("origin"),
+        "ray_graph_put_s": ray_graph.get("seconds"),
+        "ray_warm_actors": _event(out / "log.jsonl", "ray_actors_started").get("warm"),
         "items": items,
         "items_per_s_wall": items / wall,
         "items_per_s_after_first_commit": steady,
@@ -141,7 +170,7 @@ def _has_chunk(manifest: Path) -> bool:
         return False  # not there yet, or caught mid-replace
 
 
-def _graph_ready(log_file: Path) -> dict[str, Any]:
+def _event(log_file: Path, name: str) -> dict[str, Any]:
     try:
         lines = log_file.read_text().splitlines()
     except OSError:
@@ -151,7 +180,7 @@ def _graph_ready(log_file: Path) -> dict[str, Any]:
             event = json.loads(line)
         except ValueError:
             continue
-        if event.get("event") == "graph_ready":
+        if event.get("event") == name:
             return dict(event)
     return {}
 
@@ -170,6 +199,18 @@ def main() -> None:
     parser.add_argument("--backend", choices=["cuda", "cpu", "auto"], default="cuda")
     parser.add_argument("--configs", default=",".join(CONFIGS))
     parser.add_argument("--graph-cache", choices=["warm", "cold"], default="warm")
+    parser.add_argument(
+        "--ray-cluster",
+        default="start",
+        help="'start': start a Ray cluster here for the ray configuration and stop it "
+        "afterwards; else the address of a running one",
+    )
+    parser.add_argument(
+        "--ray-keep-actors-s",
+        type=float,
+        default=120.0,
+        help="[job] ray_keep_actors_s of the ray configuration (0: actors per job)",
+    )
     parser.add_argument("--quick", action="store_true", help="CPU smoke run (no GPU needed)")
     parser.add_argument("--out", default=None, help="folder for the log and JSON (else $OUT)")
     args = parser.parse_args()
@@ -178,16 +219,21 @@ def main() -> None:
         args.backend, args.scale, args.items, args.repeats = "cpu", 10, 3000, 1
         args.all_devices = [0, 1]  # two CPU backends stand in for two GPUs
     configs = [c for c in args.configs.split(",") if c]
-    if "ray" in configs and not _has_ray():
+    if any(c in RAY_CONFIGS for c in configs) and not _has_ray():
         raise SystemExit(
             "Ray is not installed: pip install 'vyre-async[ray]', or --configs one,all"
         )
+    args.ray_address = "auto" if args.ray_cluster == "start" else args.ray_cluster
     out = Path(args.out or os.environ.get("OUT") or ".")
     out.mkdir(parents=True, exist_ok=True)
     date = datetime.datetime.now(datetime.UTC)
     stem = out / f"scale-{date:%Y%m%dT%H%M%SZ}"
     runs: dict[str, list[dict[str, Any]]] = {c: [] for c in configs}
-    with tempfile.TemporaryDirectory() as tmp, open(f"{stem}.log", "w") as log:
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        open(f"{stem}.log", "w") as log,
+        ray_cluster(args, "ray" in configs, log),
+    ):
         folder = Path(tmp)
         graphs = folder / "graph-cache"
         # The kernel cache stays where it is; only the graph cache is ours.
@@ -195,11 +241,14 @@ def main() -> None:
         jobs = {c: write_job(folder, c, args) for c in configs}
         if args.graph_cache == "warm":
             # A one-item job of the same graph builds it and fills the cache (and the
-            # kernel cache, so no timed run compiles).
-            warm_job = write_job(folder, "one", argparse.Namespace(**{**vars(args), "items": 1}))
-            warm = run_job(warm_job, folder / "warm", env, log)
-            print(f"warm-up (1 item): {json.dumps(warm)}", flush=True)
-            shutil.rmtree(folder / "warm")
+            # kernel cache, so no timed run compiles); on Ray, it fills the cluster's
+            # graph store as an earlier job would.
+            one_item = argparse.Namespace(**{**vars(args), "items": 1})
+            for config in ("one", *(c for c in configs if c == "ray")):
+                warm_job = write_job(folder, config, one_item)
+                warm = run_job(warm_job, folder / "warm", env, log)
+                print(f"warm-up {config} (1 item): {json.dumps(warm)}", flush=True)
+                shutil.rmtree(folder / "warm")
             jobs = {c: write_job(folder, c, args) for c in configs}
         reference: list[tuple[int, int | None]] | None = None
         for round_ in range(args.repeats):
@@ -224,6 +273,32 @@ def main() -> None:
     print(f"wrote {stem}.json and {stem}.log")
 
 
+@contextlib.contextmanager
+def ray_cluster(args: argparse.Namespace, wanted: bool, log: Any) -> Iterator[None]:
+    """A Ray cluster on this host for the ``ray`` configuration (``ray start --head``
+    with every GPU, as a user starts one), stopped afterwards; nothing when the
+    configuration is not run or ``--ray-cluster`` names a running one."""
+    if not wanted or args.ray_cluster != "start":
+        yield
+        return
+    ray_cli = [sys.executable, "-m", "ray.scripts.scripts"]
+    start = [*ray_cli, "start", "--head", "--disable-usage-stats", "--include-dashboard=false"]
+    if args.quick:
+        start.append("--num-cpus=4")
+    t0 = time.perf_counter()
+    done = subprocess.run(start, capture_output=True, text=True, check=False)
+    log.write(f"$ {' '.join(start)}\n{done.stdout}{done.stderr}\n")
+    if done.returncode != 0:
+        raise SystemExit(f"ray start failed ({done.returncode}):\n{done.stderr[-2000:]}")
+    print(f"Ray cluster started in {time.perf_counter() - t0:.1f} s", flush=True)
+    try:
+        yield
+    finally:
+        stop = subprocess.run([*ray_cli, "stop"], capture_output=True, text=True, check=False)
+        last = (stop.stdout + stop.stderr).strip().splitlines()[-1:]
+        log.write(f"$ ray stop\n{''.join(last)}\n")
+
+
 def _has_ray() -> bool:
     try:
         import ray  # noqa: F401
@@ -243,7 +318,7 @@ def _summary(
     medians = {c: {k: median(c, k) for k in keys} for c in runs}
     ratios: dict[str, float | None] = {}
     one = medians.get("one", {}).get("wall_s")
-    for config in ("all", "ray"):
+    for config in ("all", *RAY_CONFIGS):
         wall = medians.get(config, {}).get("wall_s")
         ratios[f"{config}_over_one_end_to_end"] = one / wall if one and wall else None
     devices = [r["device"].count(" + ") + 1 for r in runs.get("all", [])]
@@ -295,6 +370,8 @@ def _summary(
             "items": args.items,
             "max_batch": 1024,
             "graph_cache": args.graph_cache,
+            "ray_cluster": args.ray_cluster,
+            "ray_keep_actors_s": args.ray_keep_actors_s,
         },
         "quick_cpu_smoke_run": args.quick,
         "repeats": args.repeats,
