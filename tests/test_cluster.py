@@ -352,6 +352,8 @@ async def test_kept_actors_take_a_later_job_of_their_graph_and_leave_for_another
     graph_a = {"kind": "rmat", "scale": 9, "edge_factor": 8, "seed": 31}
     graph_b = {"kind": "rmat", "scale": 9, "edge_factor": 8, "seed": 32}
 
+    blocks: dict[str, int] = {}
+
     async def run(name: str, graph: dict[str, Any], keep: float, batch: int) -> list[Any]:
         job = await job_file(
             await _folder(tmp_path / name),
@@ -361,7 +363,10 @@ async def test_kept_actors_take_a_later_job_of_their_graph_and_leave_for_another
             batching={"max_batch": batch},
         )
         with capture_logs() as logs, anyio.fail_after(240):
-            assert (await _run(job)).status == "complete"
+            summary = await _run(job)
+        assert summary.status == "complete"
+        assert summary.batches is not None
+        blocks[name] = sum(summary.batches["blocks_per_actor"])
         sources = random_sources(120, 9, 1 << 9)
         reference = va.graphs.rmat(9, 8, graph["seed"])
         records = await committed(tmp_path / name / "out")
@@ -376,11 +381,14 @@ async def test_kept_actors_take_a_later_job_of_their_graph_and_leave_for_another
     assert len(warm) == 1
     (kept,) = warm.values()
     assert len(kept) == 2
-    logs = await run("second", graph_a, 0.0, 32)
+    logs = await run("second", graph_a, 120.0, 16)
     assert [e["warm"] for e in logs if e["event"] == "ray_actors_started"] == [2]
     ready = [e for e in logs if e["event"] == "ray_actor_ready"]
     assert sorted(e["actor"] for e in ready) == sorted(kept)
     assert all(e["warm"] for e in ready), "no actor was started anew"
+    assert blocks["second"] == blocks["first"], "an adopted actor counts this job's blocks"
+    logs = await run("batching", graph_a, 0.0, 32)  # another batching: a new session
+    assert [e["warm"] for e in logs if e["event"] == "ray_actors_started"] == [2]
     assert await anyio.to_thread.run_sync(_warm_actors) == {}, "keep 0: removed after"
     logs = await run("third", graph_a, 120.0, 16)
     kept = next(iter((await anyio.to_thread.run_sync(_warm_actors)).values()))

@@ -142,6 +142,7 @@ class GraphWorker:
         began = time.perf_counter()
         previous = self._job
         self._adopt(job)
+        self._blocks = 0  # WorkerInfo counts this job's blocks
         if self._job.graph_key != previous.graph_key:
             self._job = previous
             raise ConfigurationError(

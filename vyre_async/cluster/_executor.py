@@ -75,6 +75,8 @@ class RayTarget:
         actors: The actor handles.
         backend: The backend kind the actors opened.
         workloads: The job's workloads (a block names one by index).
+        names: The actors' names in the cluster.
+        in_flight: Batches each actor's device runs at once.
     """
 
     def __init__(
@@ -84,6 +86,8 @@ class RayTarget:
         backend: str,
         workloads: list[WorkloadSection],
         names: list[str] | None = None,
+        *,
+        in_flight: int = 1,
     ) -> None:
         self._ray = ray
         self._actors = actors
@@ -93,8 +97,10 @@ class RayTarget:
         self._index = {id(w): i for i, w in enumerate(workloads)}
         self.backend = f"ray/{backend}"
         self.device = f"{len(actors)} Ray actor(s)"
-        #: Two blocks per actor: one running, one on its way.
-        self.concurrency = max(4, 2 * len(actors))
+        #: Per actor, a block for each batch its device runs at once
+        #: (``[batching] in_flight``) and one more waiting there, so a device that
+        #: finishes a batch starts the next without waiting for a round trip.
+        self.concurrency = max(4, (in_flight + 1) * len(actors))
 
     async def run(self, workload: WorkloadSection, sources: np.ndarray) -> BlockResult:
         """Run a block on the least busy actor."""
@@ -415,7 +421,14 @@ async def ray_target(
         _log.info("ray_graph", origin="driver", seconds=round(time.perf_counter() - began, 3))
     else:
         _log.info("ray_graph", origin="cluster", seconds=0.0)
-    target = RayTarget(ray, generation.actors, backend, list(spec.workload), generation.names)
+    target = RayTarget(
+        ray,
+        generation.actors,
+        backend,
+        list(spec.workload),
+        generation.names,
+        in_flight=spec.batching.in_flight,
+    )
     try:
         yield target
     finally:
