@@ -423,3 +423,23 @@ async def test_a_kept_actor_exits_once_idle_for_its_time(tmp_path: Path) -> None
         ]
         while await anyio.to_thread.run_sync(_alive, names):  # noqa: ASYNC110 - Ray's own
             await anyio.sleep(0.05)
+
+
+@pytest.mark.usefixtures("ray_instance")
+async def test_a_kept_actor_exits_when_the_store_is_gone(tmp_path: Path) -> None:
+    """Killing the graph store (which drops its list of kept actors) does not strand a
+    kept actor: it exits once idle, as it would have."""
+    job = await job_file(
+        tmp_path,
+        [{"kind": "reach", "sources": {"random": 40, "seed": 3}}],
+        job={"name": "orphan", "executor": "ray", "ray_keep_actors_s": 1.0, "ray_workers": 1},
+    )
+    with anyio.fail_after(240):
+        assert (await _run(job)).status == "complete"
+    names = [n for names in (await anyio.to_thread.run_sync(_warm_actors)).values() for n in names]
+    assert len(names) == 1
+    store = await anyio.to_thread.run_sync(lambda: ray.get_actor(STORE_NAME, namespace=NAMESPACE))
+    await anyio.to_thread.run_sync(lambda: ray.kill(store, no_restart=True))
+    with anyio.fail_after(60):
+        while await anyio.to_thread.run_sync(_alive, names):  # noqa: ASYNC110 - Ray's own
+            await anyio.sleep(0.05)

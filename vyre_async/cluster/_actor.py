@@ -175,7 +175,11 @@ class GraphWorker:
         while watch == self._watch:
             idle = time.monotonic() - self._last_asked
             if idle >= idle_s:
-                if await self._store.retire.remote(pool, name, idle_s):
+                try:
+                    retire = await self._store.retire.remote(pool, name, idle_s)
+                except ray.exceptions.RayActorError:
+                    retire = True  # the store is gone, and with it the list of kept actors
+                if retire:
                     await self.close()
                     exit_actor: Any = ray.actor.exit_actor
                     exit_actor()
