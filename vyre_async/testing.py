@@ -23,6 +23,7 @@ __all__ = [
     "assert_no_resident_leaks",
     "capture_logs",
     "gated_kernel",
+    "gpu_count",
     "gpu_unavailable_reason",
     "spin_kernel",
 ]
@@ -137,6 +138,21 @@ def assert_no_resident_leaks(snapshot: TelemetrySnapshot) -> None:
             f"{snapshot.resident_buffers_live} resident buffers "
             f"({snapshot.resident_bytes_live} bytes) are still alive on {snapshot.device}"
         )
+
+
+def gpu_count() -> int:
+    """CUDA devices the driver sees here (0 where there is no driver).
+
+    Meant for ``pytest.mark.skipif(gpu_count() < 2, ...)`` in tests that need several.
+    """
+    from .cuda._driver import call, load_driver
+    from .errors import VyreError
+
+    try:
+        driver = load_driver()
+    except VyreError:
+        return 0
+    return int(call(driver.cuDeviceGetCount))
 
 
 def gpu_unavailable_reason(ordinal: int = 0) -> str | None:

@@ -12,28 +12,18 @@ from job_files import committed, expected_reach, job_file, random_sources
 
 import vyre_async as va
 from vyre_async.jobs import JobRunner, load_job
-from vyre_async.testing import capture_logs
+from vyre_async.testing import capture_logs, gpu_count
 
 ray = pytest.importorskip("ray")
 
 
-def _gpu_count() -> int:
-    from vyre_async.cuda._driver import call, load_driver
-
-    try:
-        driver = load_driver()
-    except va.VyreError:
-        return 0
-    return int(call(driver.cuDeviceGetCount))
-
-
-pytestmark = pytest.mark.skipif(_gpu_count() < 2, reason="needs at least two GPUs")
+pytestmark = pytest.mark.skipif(gpu_count() < 2, reason="needs at least two GPUs")
 
 
 @pytest.fixture(scope="module")
 def ray_with_gpus() -> Iterator[None]:
     """A local Ray instance with this host's GPUs."""
-    ray.init(num_gpus=_gpu_count(), include_dashboard=False, logging_level="ERROR")
+    ray.init(num_gpus=gpu_count(), include_dashboard=False, logging_level="ERROR")
     yield
     ray.shutdown()
 
@@ -70,7 +60,7 @@ async def test_a_cuda_job_on_one_actor_per_gpu_equals_scipy_and_reuses_the_store
         assert summary.backend == "ray/cuda"
         assert summary.batches is not None
         blocks = summary.batches["blocks_per_actor"]
-        assert len(blocks) == _gpu_count()
+        assert len(blocks) == gpu_count()
         assert all(n > 0 for n in blocks), f"an actor ran no block: {blocks}"
         origin = [e["origin"] for e in logs if e["event"] == "ray_graph"]
         assert origin == (["driver"] if run == "first" else ["cluster"])

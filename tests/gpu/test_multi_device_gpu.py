@@ -13,19 +13,9 @@ from job_files import committed, job_file
 import vyre_async as va
 from vyre_async.backends import DeviceGroup
 from vyre_async.jobs import JobRunner, load_job
+from vyre_async.testing import gpu_count
 
-
-def _gpu_count() -> int:
-    from vyre_async.cuda._driver import call, load_driver
-
-    try:
-        driver = load_driver()
-    except va.VyreError:
-        return 0
-    return int(call(driver.cuDeviceGetCount))
-
-
-pytestmark = pytest.mark.skipif(_gpu_count() < 2, reason="needs at least two GPUs")
+pytestmark = pytest.mark.skipif(gpu_count() < 2, reason="needs at least two GPUs")
 
 
 async def test_batches_run_on_every_gpu_and_equal_scipy(rng: np.random.Generator) -> None:

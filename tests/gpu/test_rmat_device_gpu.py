@@ -17,17 +17,7 @@ from vyre_async.algorithms.rmat import rmat_on_device
 from vyre_async.graphs import rmat, rmat_params
 from vyre_async.jobs import JobRunner, load_job
 from vyre_async.jobs.graph import _graph_cache
-from vyre_async.testing import capture_logs
-
-
-def _gpu_count() -> int:
-    from vyre_async.cuda._driver import call, load_driver
-
-    try:
-        driver = load_driver()
-    except va.VyreError:
-        return 0
-    return int(call(driver.cuDeviceGetCount))
+from vyre_async.testing import capture_logs, gpu_count
 
 
 def _origins(logs: list[MutableMapping[str, Any]]) -> list[str]:
@@ -95,7 +85,7 @@ async def test_a_cuda_job_builds_its_graph_on_the_device_then_loads_it_from_the_
         assert reached == expected_reach(graph, sources[item])
 
 
-@pytest.mark.skipif(_gpu_count() < 2, reason="needs at least two GPUs")
+@pytest.mark.skipif(gpu_count() < 2, reason="needs at least two GPUs")
 @pytest.mark.usefixtures("graph_cache")
 async def test_a_two_gpu_job_over_a_device_built_graph_equals_a_one_gpu_job(
     tmp_path: Path,
