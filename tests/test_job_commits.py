@@ -16,6 +16,7 @@ from job_files import committed, expected_reach, job_file, random_sources, rmat_
 from vyre_async.errors import ConfigurationError
 from vyre_async.jobs import JobRunner, load_job, read_records
 from vyre_async.jobs.output import CHUNKS_WRITTEN_AT_ONCE, ColumnRecords, ResultStore, record_layout
+from vyre_async.jobs.runner._committer import Committer
 
 LAYOUT = record_layout(["reach"])
 
@@ -332,3 +333,40 @@ async def test_a_resumed_run_starts_again_from_a_small_chunk(
     records = sorted(await committed(tmp_path / "out"), key=lambda r: r.id)
     assert [r.id for r in records] == list(range(100))
     assert [r.reached for r in records] == [expected_reach(graph, s) for s in sources]
+
+
+async def test_a_later_chunk_failing_first_does_not_unlist_an_earlier_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Chunk 2's write fails while chunk 1 is still being written (two are written at
+    once): chunk 1, whose predecessors are all listed, is listed all the same."""
+    assert CHUNKS_WRITTEN_AT_ONCE >= 2
+    write = ResultStore.write_chunk
+    failure_seen = threading.Event()
+    report = Committer._write_failed
+
+    def failing(self: ResultStore, seq: int, *args: object) -> object:
+        if seq == 1:  # finishes only once chunk 2's failure has been handled
+            assert failure_seen.wait(30), "chunk 2 never failed"
+        if seq == 2:
+            raise OSError(28, "No space left on device")
+        return write(self, seq, *args)  # type: ignore[arg-type]
+
+    def reported(self: Committer, what: str, exc: OSError) -> ConfigurationError:
+        failure_seen.set()
+        return report(self, what, exc)
+
+    graph = rmat_graph()
+    sources = random_sources(100, 8, graph.num_vertices)
+    path = await job_file(
+        tmp_path,
+        [{"kind": "reach", "sources": sources}],
+        output=GROWING,
+        batching={"max_batch": 4},
+    )
+    spec = await anyio.to_thread.run_sync(load_job, path)
+    monkeypatch.setattr(ResultStore, "write_chunk", failing)
+    monkeypatch.setattr(Committer, "_write_failed", reported)
+    with pytest.raises(ConfigurationError, match=r"committing chunk 2.*No space left"):
+        await JobRunner(spec, job_file=path).run()
+    assert await _chunk_sizes(tmp_path / "out") == [4, 8]

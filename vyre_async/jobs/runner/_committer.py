@@ -77,6 +77,9 @@ class Committer:
         self._cut_soon = False
         self._receiving: anyio.CancelScope | None = None
         self._commit_failed = False
+        #: The first chunk (by sequence number) whose commit failed: the chunks after
+        #: it stay unlisted, the ones before it are listed all the same.
+        self._failed_seq: int | None = None
         #: Set once every received record is committed (the stream ended, or a flush).
         self.done = anyio.Event()
 
@@ -205,7 +208,8 @@ class Committer:
         slots: anyio.Semaphore,
     ) -> None:
         """Write chunk ``seq``, then list it once the chunk before it (``before`` set) is
-        listed; a failed commit sets ``_commit_failed`` before its event."""
+        listed, unless an earlier chunk failed (a later one failing first does not
+        stop it); a failed commit sets ``_commit_failed`` before its event."""
         records, failed, arrays = chunk
         try:
             # A commit that started finishes: its chunk is either all in or not listed.
@@ -216,12 +220,14 @@ class Committer:
                     )
                     if before is not None:
                         await before.wait()
-                    if self._commit_failed:  # an earlier chunk's error ends the run
-                        return  # this one stays unlisted
+                    if self._failed_seq is not None and self._failed_seq < seq:
+                        return  # an earlier chunk's error ends the run: this one stays unlisted
                     await anyio.to_thread.run_sync(self._store.list_chunk, written)
                     startup_stage("first_chunk_committed", items=item_count(records))
                 except BaseException as exc:
                     self._commit_failed = True
+                    if self._failed_seq is None or seq < self._failed_seq:
+                        self._failed_seq = seq
                     if not isinstance(exc, OSError):
                         raise
                     raise self._write_failed(f"committing chunk {seq}", exc) from exc
