@@ -177,23 +177,27 @@ async def allocate_parted_scratch(
                 await alloc("levels", lanes * nd, np.int32)
             else:
                 await alloc("counts", lanes, np.int32)
-            sequences.append(_bind(backend, graph, mine, ranges, d, words, readback))
+            sequences.append(_bind(backend, graph, mine, ranges, d, words))
     except BaseException:
         await _free(backends, made)
         raise
     return PartedScratch((words, readback), backends, made, sequences)
 
 
-def _bind(
-    backend: Backend,
+def parted_steps(
     graph: Mapping[str, ResidentBuffer],
-    mine: dict[str, ResidentBuffer],
+    mine: Mapping[str, ResidentBuffer],
     ranges: VertexRanges,
     part: int,
     words: int,
-    readback: PartedReadback,
-) -> dict[str, PreparedSequence]:
-    """Device ``part``'s sequences: init, the two halves of a level, the counts."""
+) -> dict[str, list[Step]]:
+    """Device ``part``'s steps, bound over its part of the graph and its buffers.
+
+    ``"init"``, the level's ``"first_half"`` (before the frontier copies) and
+    ``"second_half"`` (after them), and ``"counts"`` where ``mine`` has a counts buffer
+    (a levels readback records levels in the second half instead). The direction step
+    (first of the first half) takes the ``mode`` scalar.
+    """
     split = {
         "parts": ranges.parts,
         "part": part,
@@ -291,24 +295,41 @@ def _bind(
             split,
         )
     )
+    steps = {"init": init, "first_half": first_half, "second_half": second_half}
+    if "counts" in mine:
+        steps["counts"] = [
+            Step(
+                msbfs_part_count,
+                {
+                    "offsets": offsets,
+                    "sources": mine["sources"],
+                    "visited": mine["visited"],
+                    "counts": mine["counts"],
+                },
+                {"words": words},
+            )
+        ]
+    return steps
+
+
+def _bind(
+    backend: Backend,
+    graph: Mapping[str, ResidentBuffer],
+    mine: dict[str, ResidentBuffer],
+    ranges: VertexRanges,
+    part: int,
+    words: int,
+) -> dict[str, PreparedSequence]:
+    """Device ``part``'s sequences: init, the two halves of a level, the counts."""
+    steps = parted_steps(graph, mine, ranges, part, words)
     sequences = {
-        "init": backend.prepare_repeated(init, []),
-        "first_half": backend.prepare_repeated(first_half, []),
-        "second_half": backend.prepare_repeated([], second_half),
+        "init": backend.prepare_repeated(steps["init"], []),
+        "first_half": backend.prepare_repeated(steps["first_half"], []),
+        "second_half": backend.prepare_repeated([], steps["second_half"]),
     }
-    if levels is None:
-        count = Step(
-            msbfs_part_count,
-            {
-                "offsets": offsets,
-                "sources": mine["sources"],
-                "visited": mine["visited"],
-                "counts": mine["counts"],
-            },
-            {"words": words},
-        )
+    if "counts" in steps:
         sequences["counts"] = backend.prepare_repeated(
-            [count], [], reads=[ReadRange(mine["counts"])]
+            steps["counts"], [], reads=[ReadRange(mine["counts"])]
         )
     return sequences
 
