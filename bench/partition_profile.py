@@ -53,8 +53,8 @@ from vyre_async.algorithms.msbfs import (
 )
 from vyre_async.backends import Backend, PreparedSequence, ReadRange, ResidentBuffer, SequenceStep
 
-#: Part statistics words (see vyre_async/algorithms/msbfs/_part_layout.py).
-PART_STATS = 4
+#: State words and statistics (see vyre_async/algorithms/msbfs/_part_layout.py); the
+#: statistics' length is read from the stats_out buffer.
 PSTATE_DONE, PSTATE_DIRECTION, PSTATE_LEVEL = 1, 6, 0
 STAT_NAMES = ("frontier", "frontier_edges", "unexplored_edges", "discovered")
 DIRECTIONS = {0: "top_down", 1: "bottom_up"}
@@ -248,8 +248,9 @@ async def profile_split(partition: Any, sources: np.ndarray) -> dict[str, Any]:
         for backend, mine in zip(backends, scratch.buffers, strict=True):
             await backend.write(mine["sources"], lane_sources)
         pairs = [(d, e) for d in range(parts) for e in range(parts) if e != d]
+        part_stats = scratch.buffers[0]["stats_out"].nbytes // 8
         stats_copies = [
-            (e, "stats_out", d, "stats", 0, e * PART_STATS, PART_STATS) for d, e in pairs
+            (e, "stats_out", d, "stats", 0, e * part_stats, part_stats) for d, e in pairs
         ]
         send_copies = [(e, "send", d, "recv", d * slot, e * slot, slot) for d, e in pairs]
         t0 = time.perf_counter()
