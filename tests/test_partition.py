@@ -239,6 +239,43 @@ async def test_every_level_in_one_direction_equals_scipy(
     np.testing.assert_array_equal(rows, reference_rows(graph, sources))
 
 
+def _paths_and_islands(rng: np.random.Generator) -> CsrGraph:
+    """Directed paths of 1 to 40 edges over a shuffled 503 vertices, the rest isolated:
+    lanes started on them stop gaining vertices each at its own level (at once on an
+    isolated vertex)."""
+    order = rng.permutation(503)
+    src, dst, at = [], [], 0
+    for length in range(1, 41, 3):
+        path = order[at : at + length + 1]
+        src.append(path[:-1])
+        dst.append(path[1:])
+        at += length + 1
+    return CsrGraph.from_edges(np.concatenate(src), np.concatenate(dst), 503)
+
+
+@pytest.mark.parametrize("devices", [2, 3])
+async def test_lanes_that_stop_gaining_at_different_levels_equal_scipy(
+    devices: int, rng: np.random.Generator
+) -> None:
+    """Bottom-up on every level, lanes over three words whose traversals end at
+    different levels (or at once, from an isolated vertex) are looked for only while
+    some device gains them: every level still equals SciPy."""
+    graph = _paths_and_islands(rng)
+    sources = rng.integers(0, graph.num_vertices, 150).astype(np.int32)
+    async with (
+        va.open_devices(
+            "cpu", devices=list(range(devices)), memory_limit=split_limit(graph, devices)
+        ) as group,
+        va.resident_graph(group, graph) as session,
+    ):
+        partition = session._partition
+        assert partition is not None
+        rows = await run_parted_traversals(
+            partition, sources, max_level=2**31 - 1, readback="levels", direction="bottom_up"
+        )
+    np.testing.assert_array_equal(rows, reference_rows(graph, sources))
+
+
 async def test_many_sources_run_in_passes_that_fit_the_budget(rng: np.random.Generator) -> None:
     """More sources than one pass's lanes (a small budget): passes, rows in order."""
     graph = random_graph(rng, 401, 1600, symmetric=True)

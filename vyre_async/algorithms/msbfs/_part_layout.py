@@ -28,18 +28,25 @@ PSTATE_DIRECTION = 6
 PSTATE_PENDING = 7
 #: uint64[MSBFS_MAX_WORDS]: lanes with a valid source.
 PSTATE_ACTIVE = 16
+#: uint64[MSBFS_MAX_WORDS]: lanes whose frontier is not empty on some device (the
+#: sources' lanes at first, then the lanes any device's last expansion gained): the only
+#: lanes a bottom-up level looks for, so a lane that reaches nothing more (its source
+#: isolated, its traversal over) stops costing in-list scans.
+PSTATE_LIVE = PSTATE_ACTIVE + 2 * MSBFS_MAX_WORDS
 #: int32 words of the state.
-PSTATE_WORDS = PSTATE_ACTIVE + 2 * MSBFS_MAX_WORDS
+PSTATE_WORDS = PSTATE_LIVE + 2 * MSBFS_MAX_WORDS
 
 #: uint64 statistics one device reports of its share of the frontier, per level:
 #: frontier vertices (any lane), their out-edges, in-edges of vertices some lane has
-#: not visited yet, and (vertex, lane) pairs discovered by the last expansion.
+#: not visited yet, (vertex, lane) pairs discovered by the last expansion, and from
+#: ``STAT_GAINED`` on, ``MSBFS_MAX_WORDS`` words of the lanes that expansion gained.
 STAT_FRONTIER = 0
 STAT_FRONTIER_EDGES = 1
 STAT_UNEXPLORED_EDGES = 2
 STAT_DISCOVERED = 3
+STAT_GAINED = 4
 #: uint64 words of one device's statistics.
-PART_STATS = 4
+PART_STATS = STAT_GAINED + MSBFS_MAX_WORDS
 
 #: Directions of a level.
 TOP_DOWN = 0
@@ -76,10 +83,12 @@ PART_CUDA_DEFINES: dict[str, int] = {
     "PSTATE_DIRECTION": PSTATE_DIRECTION,
     "PSTATE_PENDING": PSTATE_PENDING,
     "PSTATE_ACTIVE": PSTATE_ACTIVE,
+    "PSTATE_LIVE": PSTATE_LIVE,
     "STAT_FRONTIER": STAT_FRONTIER,
     "STAT_FRONTIER_EDGES": STAT_FRONTIER_EDGES,
     "STAT_UNEXPLORED_EDGES": STAT_UNEXPLORED_EDGES,
     "STAT_DISCOVERED": STAT_DISCOVERED,
+    "STAT_GAINED": STAT_GAINED,
     "PART_TOP_DOWN": TOP_DOWN,
     "PART_BOTTOM_UP": BOTTOM_UP,
     "PUSH_ALPHA": PUSH_ALPHA,

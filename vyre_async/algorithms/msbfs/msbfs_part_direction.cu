@@ -1,7 +1,7 @@
 #include "msbfs_part_prelude.cuh"
 
-// The bookkeeping between two levels, on one thread: counts the level just expanded,
-// stops when the group's frontier is empty or the last level is reached, and picks the
+// The bookkeeping between two levels, on one thread: counts the level just expanded
+// and keeps the lanes it gained on any device as the live ones, stops when the group's frontier is empty or the last level is reached, and picks the
 // next level's direction. Every device reads the same statistics (its own and copies of
 // the others'), so every device takes the same decision.
 extern "C" __global__ void msbfs_part_direction(const unsigned long long* __restrict__ stats,
@@ -24,6 +24,16 @@ extern "C" __global__ void msbfs_part_direction(const unsigned long long* __rest
         state[PSTATE_LEVEL] += 1;
         state[PSTATE_LEVELS_RUN] += 1;
         state[PSTATE_PENDING] = 0;
+        // The lanes any device's last expansion gained are the lanes still live.
+        for (int w = 0; w < PART_MAX_WORDS; ++w) {
+            unsigned long long gained = 0ull;
+            for (int e = 0; e < parts; ++e) {
+                const unsigned long long* s =
+                    e == part ? stats_out : stats + (long long)e * PART_STATS;
+                gained |= s[STAT_GAINED + w];
+            }
+            part_u64(state, PSTATE_LIVE)[w] = gained & part_u64(state, PSTATE_ACTIVE)[w];
+        }
     }
     unsigned long long frontier = 0ull;
     unsigned long long edges = 0ull;

@@ -1,8 +1,9 @@
 #include "msbfs_part_lists.cuh"
 
-// Bottom-up: each lane word a vertex of this device still needs is looked for among its
-// in-neighbours' frontier words (recv holds every device's frontier at its global
-// place); a scan stops once every needed lane is found. A warp takes 32 / group
+// Bottom-up: each lane word a vertex of this device still needs (live lanes it has not
+// visited) is looked for among its in-neighbours' frontier words (recv holds every
+// device's frontier at its global place); a scan stops once every needed lane is found,
+// and a vertex that needs none is skipped. A warp takes 32 / group
 // vertices, a team each; a narrow in-list is walked by its team, a wide one by the
 // whole warp. Writes every vertex's next words: a hub's (PART_HUB_LANE_EDGES / group
 // in-edges or more) as zero, for msbfs_part_pull_hubs, which runs after it, to fill.
@@ -33,7 +34,7 @@ extern "C" __global__ void msbfs_part_pull(const long long* __restrict__ in_offs
     const int slot = lane / group;
     const int w = lane % group;
     const unsigned team = part_team_mask(group, slot);
-    const unsigned long long live = w < words ? part_active(state, w) : 0ull;
+    const unsigned long long live = w < words ? part_live(state, w) : 0ull;
     const long long hub_min = part_hub_min(group);
     const long long warp = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
     const long long warps = ((long long)gridDim.x * blockDim.x) >> 5;

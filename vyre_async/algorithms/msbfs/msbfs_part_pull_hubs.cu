@@ -65,7 +65,7 @@ extern "C" __global__ void msbfs_part_pull_hubs(const long long* __restrict__ in
     const int lane = (int)(threadIdx.x & 31u);
     const int slot = lane / group;
     const int w = lane % group;
-    const unsigned long long live = w < words ? part_active(state, w) : 0ull;
+    const unsigned long long live = w < words ? part_live(state, w) : 0ull;
     const long long hub_min = part_hub_min(group);
     const long long edges = min(__ldg(&in_offsets[nd]), ein);
     const long long chunks = edges > 0 ? (edges + hub_min - 1) / hub_min : 0;
