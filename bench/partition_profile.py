@@ -14,7 +14,9 @@ bench/partition.py), 1,024 sources (reach counts) in one pass:
   end; bytes recorded), and each level's direction and frontier statistics read back;
   one device's traversal stepped the same way (``msbfs_expand``, ``msbfs_expand_hubs``,
   ``msbfs_advance`` per level). Both check their counts against the sessions';
-- **copies alone**: one frontier slot one way, and both ways at once.
+- **copies alone**: one frontier slot one way, and both ways at once;
+- **single BFS**: ``session.bfs`` walls on both (median of 5 sources), and the one of
+  most out-edges as a one-lane split traversal, pipelined and stepped.
 
 The summary sums each phase over the levels; "pipelined minus stepped" is what overlap
 wins (negative: host waits and ordering cost more than the phases alone).
@@ -402,6 +404,17 @@ async def copy_alone(partition: Any, words: int, repeats: int) -> dict[str, Any]
 
 
 # ------------------------------------------------------------------------ the run
+async def single_walls(session: va.ResidentGraphSession, singles: np.ndarray) -> list[float]:
+    """``session.bfs`` of each source (levels), timed, after one warm run."""
+    await session.bfs(int(singles[0]))
+    walls = []
+    for source in singles:
+        t0 = time.perf_counter()
+        await session.bfs(int(source))
+        walls.append(time.perf_counter() - t0)
+    return walls
+
+
 async def session_walls(
     session: va.ResidentGraphSession, many: np.ndarray, rounds: int
 ) -> tuple[list[float], np.ndarray]:
@@ -420,7 +433,7 @@ async def main_async(quick: bool, devices: list[int], scale: int, rounds: int) -
     kind = "cpu" if quick else "cuda"
     graph, built_s = await build_graph(kind, devices[0], scale)
     rng = np.random.default_rng(SEED)
-    rng.integers(0, graph.num_vertices, SINGLES)  # bench/partition.py's singles
+    singles = rng.integers(0, graph.num_vertices, SINGLES).astype(np.int32)
     many = rng.integers(0, graph.num_vertices, MANY).astype(np.int32)
     limit = split_budget(graph, len(devices))
     print(f"graph: {graph.num_vertices} vertices, {graph.num_edges} edges ({built_s:.1f} s)")
@@ -428,6 +441,7 @@ async def main_async(quick: bool, devices: list[int], scale: int, rounds: int) -
         env = environment(group.backends[0])
         async with va.resident_graph(group, graph) as session:
             one_walls, one_counts = await session_walls(session, many, rounds)
+            one_single = await single_walls(session, singles)
             replica = session._replicas[0]  # the session's arrays
             one = await profile_one(replica.backend, replica.buffers, graph.num_vertices, many)
     if not np.array_equal(one["counts"], one_counts):
@@ -441,6 +455,7 @@ async def main_async(quick: bool, devices: list[int], scale: int, rounds: int) -
         if partition is None:
             raise SystemExit("the graph was not split")
         split_walls, split_counts = await session_walls(session, many, rounds)
+        split_single = await single_walls(session, singles)
         words = -(-len(many) // MSBFS_LANES_PER_WORD)
         alone = await copy_alone(partition, words, 3)
         pipelined = [
@@ -448,11 +463,21 @@ async def main_async(quick: bool, devices: list[int], scale: int, rounds: int) -
             for direction in ("auto", "bottom_up", "top_down")
         ]
         split = await profile_split(partition, many)
+        # The single source of most out-edges: one that reaches the giant component.
+        lone = singles[np.argmax(np.diff(graph.offsets)[singles])][None]
+        single_pipelined = await pipelined_split(partition, lone, "auto")
+        single = await profile_split(partition, lone)
     if not np.array_equal(split["counts"], split_counts) or not np.array_equal(
         split_counts, one_counts
     ):
         raise SystemExit("the split counts differ (stepped, bfs_many, one device)")
     _print_split(split, split_walls, pipelined, alone)
+    print(
+        f"single BFS (levels) wall, median of {len(singles)}: one device "
+        f"{statistics.median(one_single) * 1e3:.2f} ms, split "
+        f"{statistics.median(split_single) * 1e3:.2f} ms; one lane on the split, counts:"
+    )
+    _print_split(single, [single_pipelined["wall_ms"] / 1e3], [single_pipelined], None)
     one_s = statistics.median(one_walls)
     split_s = statistics.median(split_walls)
     print(
@@ -460,7 +485,7 @@ async def main_async(quick: bool, devices: list[int], scale: int, rounds: int) -
         f"({one_s / split_s:.2f}x throughput); stepped device time: one "
         f"{one['device_ms']:.1f} ms, split critical path {split['critical_path_ms']:.1f} ms"
     )
-    for run in (one, split):
+    for run in (one, split, single):
         run.pop("counts")
     return {
         "benchmark": "partition_profile",
@@ -485,6 +510,12 @@ async def main_async(quick: bool, devices: list[int], scale: int, rounds: int) -
             "copies_alone": alone,
             "stepped": split,
         },
+        "single_bfs": {
+            "one_device_s": one_single,
+            "split_s": split_single,
+            "split_one_lane_pipelined": single_pipelined,
+            "split_one_lane_stepped": single,
+        },
         "quick_cpu_smoke_run": quick,
     }
 
@@ -505,14 +536,16 @@ def _print_split(
     split: dict[str, Any],
     walls: list[float],
     pipelined: list[dict[str, Any]],
-    alone: dict[str, Any],
+    alone: dict[str, Any] | None,
 ) -> None:
-    print(f"split: bfs_many {statistics.median(walls) * 1e3:.1f} ms (median)")
-    print(
-        f"  copies alone: a slot of {alone['slot_bytes'] / 2**30:.2f} GiB one way "
-        f"{alone['one_way_ms']:.2f} ms ({alone['one_way_gb_per_s']:.0f} GB/s), both ways "
-        f"{alone['both_ways_ms']:.2f} ms ({alone['both_ways_gb_per_s_each']:.0f} GB/s each)"
-    )
+    print(f"split: {statistics.median(walls) * 1e3:.1f} ms (median)")
+    if alone is not None:
+        print(
+            f"  copies alone: a slot of {alone['slot_bytes'] / 2**30:.2f} GiB one way "
+            f"{alone['one_way_ms']:.2f} ms ({alone['one_way_gb_per_s']:.0f} GB/s), both "
+            f"ways {alone['both_ways_ms']:.2f} ms ({alone['both_ways_gb_per_s_each']:.0f} "
+            "GB/s each)"
+        )
     for run in pipelined:
         batches = " ".join(f"{b:.1f}" for b in run["batch_ms"])
         print(
