@@ -44,6 +44,14 @@ def test_split_traversal_hub_kernels_give_a_hubs_list_many_warps(name: str, edge
     assert warps == count // msbfs_hub_min_degree(16)
 
 
+def test_split_count_gives_each_word_of_1024_vertices_a_warp() -> None:
+    """msbfs_part_count launches a warp per task (one word of 1,024 local vertices, as
+    one device's msbfs_count): 10,000 vertices of 16 words make 10 * 16 warps."""
+    shape = _KERNELS["msbfs_part_count"].launch({"v1": 10_001, "lw": 160_000, "lanes": 1024})
+    warps = shape.grid[0] * shape.threads_per_block // 32
+    assert warps == 10 * 16
+
+
 def _one_part(
     n: int, words: int, direction: int
 ) -> tuple[dict[str, np.ndarray], dict[str, np.generic]]:

@@ -62,7 +62,8 @@ PULL_BETA = 24
 
 _BLOCK = 256
 _INIT_TILE = 1024
-_COUNT_TILE = 256
+#: Vertices of one msbfs_part_count task (a warp's): 64 atomics per 1,024 words.
+_COUNT_TILE = 1024
 #: Lists of fewer edges are walked by their vertex's team of lanes, longer ones by the
 #: whole warp; from ``msbfs_hub_min_degree(words)`` edges on, a hub's list is cut into
 #: chunks of that many edges over the grid (the ``*_hubs`` kernels), as on one device.
@@ -153,5 +154,8 @@ def global_launch(sizes: Mapping[str, int]) -> LaunchShape:
 
 
 def count_launch(sizes: Mapping[str, int]) -> LaunchShape:
-    """A thread per word of ``_COUNT_TILE`` vertices, capped."""
-    return _blocks(-(-sizes["lw"] // _COUNT_TILE), _BLOCK)
+    """A warp per word of ``_COUNT_TILE`` local vertices, capped; the kernel's warp-stride
+    loop covers the rest."""
+    nd = sizes["v1"] - 1
+    words = max(1, sizes["lw"] // max(nd, 1))
+    return _blocks(32 * -(-nd // _COUNT_TILE) * words, _BLOCK)
