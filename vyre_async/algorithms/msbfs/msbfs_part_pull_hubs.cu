@@ -1,8 +1,10 @@
 #include "msbfs_part_lists.cuh"
 
 // Pulls the part of hub h's in-list inside edges [cs, ce) and ors what it finds into
-// next. Chunks of one hub race on its next words, but next only gains bits. All 32
-// lanes call it with the same h.
+// next. Chunks of one hub race on its next words, but next only gains bits, so a chunk
+// looks only for the lanes no chunk that ran before it has found (next read through
+// L2, where the others' atomics land), as one device's hub chunks do through visited.
+// All 32 lanes call it with the same h.
 __device__ __forceinline__ void pull_hub_chunk(long long h,
                                                long long cs,
                                                long long ce,
@@ -25,7 +27,7 @@ __device__ __forceinline__ void pull_hub_chunk(long long h,
         return;  // msbfs_part_pull took it
     }
     const long long i = h * words + w;
-    const unsigned long long need = w < words ? ~visited[i] & live : 0ull;
+    const unsigned long long need = w < words ? ~(visited[i] | __ldcg(&next[i])) & live : 0ull;
     if (!__any_sync(PART_FULL_MASK, need != 0ull)) {
         return;
     }
