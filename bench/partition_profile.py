@@ -14,6 +14,7 @@ bench/partition.py), 1,024 sources (reach counts) in one pass:
   end; bytes recorded), and each level's direction and frontier statistics read back;
   one device's traversal stepped the same way (``msbfs_expand``, ``msbfs_expand_hubs``,
   ``msbfs_advance`` per level). Both check their counts against the sessions';
+- **stepped top-down**: the same with every level top-down;
 - **copies alone**: one frontier slot one way, and both ways at once;
 - **single BFS**: ``session.bfs`` walls on both (median of 5 sources), and the one of
   most out-edges as a one-lane split traversal, pipelined and stepped.
@@ -214,9 +215,10 @@ async def timed_copies(
     return time.perf_counter() - t0, links.bytes_copied - before
 
 
-async def profile_split(partition: Any, sources: np.ndarray) -> dict[str, Any]:
+async def profile_split(partition: Any, sources: np.ndarray, mode: int = 0) -> dict[str, Any]:
     """The split traversal from ``sources`` (counts), each kernel alone on each device,
-    each group of copies alone."""
+    each group of copies alone; ``mode`` is the direction rule (0 auto, 1 top-down, 2
+    bottom-up, as ``DIRECTION_MODES``)."""
     ranges = partition.ranges
     parts = ranges.parts
     backends = partition.backends
@@ -266,7 +268,7 @@ async def profile_split(partition: Any, sources: np.ndarray) -> dict[str, Any]:
             kernels: list[dict[str, float]] = [{} for _ in range(parts)]
             for d in range(parts):
                 name, seq = first[d][0]
-                kernels[d][name] = _ms(await _run_step(seq, {"mode": 0}))
+                kernels[d][name] = _ms(await _run_step(seq, {"mode": mode}))
             state = await backends[0].read(scratch.buffers[0]["state"])
             row["kernels_ms"] = kernels
             if state[PSTATE_DONE]:
@@ -463,15 +465,20 @@ async def main_async(quick: bool, devices: list[int], scale: int, rounds: int) -
             for direction in ("auto", "bottom_up", "top_down")
         ]
         split = await profile_split(partition, many)
+        top_down = await profile_split(partition, many, mode=1)
         # The single source of most out-edges: one that reaches the giant component.
         lone = singles[np.argmax(np.diff(graph.offsets)[singles])][None]
         single_pipelined = await pipelined_split(partition, lone, "auto")
         single = await profile_split(partition, lone)
-    if not np.array_equal(split["counts"], split_counts) or not np.array_equal(
-        split_counts, one_counts
+    if not (
+        np.array_equal(split["counts"], split_counts)
+        and np.array_equal(top_down["counts"], split_counts)
+        and np.array_equal(split_counts, one_counts)
     ):
         raise SystemExit("the split counts differ (stepped, bfs_many, one device)")
     _print_split(split, split_walls, pipelined, alone)
+    print("every level top-down, stepped:")
+    _print_split(top_down, [pipelined[2]["wall_ms"] / 1e3], [], None)
     print(
         f"single BFS (levels) wall, median of {len(singles)}: one device "
         f"{statistics.median(one_single) * 1e3:.2f} ms, split "
@@ -485,7 +492,7 @@ async def main_async(quick: bool, devices: list[int], scale: int, rounds: int) -
         f"({one_s / split_s:.2f}x throughput); stepped device time: one "
         f"{one['device_ms']:.1f} ms, split critical path {split['critical_path_ms']:.1f} ms"
     )
-    for run in (one, split, single):
+    for run in (one, split, top_down, single):
         run.pop("counts")
     return {
         "benchmark": "partition_profile",
@@ -509,6 +516,7 @@ async def main_async(quick: bool, devices: list[int], scale: int, rounds: int) -
             "pipelined": pipelined,
             "copies_alone": alone,
             "stepped": split,
+            "stepped_top_down": top_down,
         },
         "single_bfs": {
             "one_device_s": one_single,
