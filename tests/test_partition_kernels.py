@@ -233,3 +233,35 @@ def test_split_direction_makes_the_lanes_any_device_gained_live() -> None:
     assert live[1] == _lanes(4)
     assert not live[2:16].any()
     assert not state[_part_layout.PSTATE_DONE]
+
+
+@pytest.mark.parametrize(
+    ("words", "direction"), [(1, _part_layout.BOTTOM_UP), (16, _part_layout.TOP_DOWN)]
+)
+def test_split_direction_weighs_unexplored_edges_by_the_sectors_a_scan_reads(
+    words: int, direction: int
+) -> None:
+    """After a top-down level whose frontier has 100 out-edges against 1,000 unexplored
+    in-edges, one lane word turns bottom-up (100 * 14 > 1,000, Beamer's rule) while 16
+    words stay top-down: a bottom-up scan would read 4 sectors per in-edge."""
+    state = np.zeros(_part_layout.PSTATE_WORDS, np.int32)
+    state[_part_layout.PSTATE_MAX_LEVEL] = 100
+    state[_part_layout.PSTATE_WIDTH] = words
+    state[_part_layout.PSTATE_DIRECTION] = _part_layout.TOP_DOWN
+    own = np.zeros(_part_layout.PART_STATS, np.uint64)
+    own[_part_layout.STAT_FRONTIER] = 10
+    own[_part_layout.STAT_FRONTIER_EDGES] = 100
+    own[_part_layout.STAT_UNEXPLORED_EDGES] = 1000
+    arrays = {
+        "stats": np.zeros(_part_layout.PART_STATS, np.uint64),
+        "stats_out": own,
+        "state": state,
+    }
+    scalars: dict[str, np.generic] = {
+        "parts": np.int32(1),
+        "part": np.int32(0),
+        "n_total": np.int64(10_000),
+        "mode": np.int32(0),
+    }
+    msbfs_part.msbfs_part_direction_reference(arrays, scalars)
+    assert state[_part_layout.PSTATE_DIRECTION] == direction

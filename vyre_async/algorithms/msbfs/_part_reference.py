@@ -26,6 +26,7 @@ from ._part_layout import (
     PSTATE_WIDTH,
     PULL_BETA,
     PUSH_ALPHA,
+    SECTOR_WORDS,
     STAT_DISCOVERED,
     STAT_FRONTIER,
     STAT_FRONTIER_EDGES,
@@ -166,7 +167,8 @@ def msbfs_part_direction_reference(arrays: Arrays, scalars: Scalars) -> None:
     elif mode == 2:
         direction = BOTTOM_UP
     elif direction == TOP_DOWN:
-        direction = BOTTOM_UP if edges * PUSH_ALPHA > unexplored else TOP_DOWN
+        sectors = -(-int(state[PSTATE_WIDTH]) // SECTOR_WORDS)
+        direction = BOTTOM_UP if edges * PUSH_ALPHA > unexplored * sectors else TOP_DOWN
     else:
         direction = TOP_DOWN if frontier * PULL_BETA < _int(scalars, "n_total") else BOTTOM_UP
     state[PSTATE_DIRECTION] = direction
