@@ -17,7 +17,10 @@ import vyre_async as va
 from vyre_async.algorithms.bfs import KhopParams
 from vyre_async.algorithms.msbfs import (
     MSBFS_PART_KERNELS,
+    PartedTraversal,
     _part_layout,
+    _partitioned,
+    allocate_parted_scratch,
     run_parted_traversals,
 )
 from vyre_async.algorithms.msbfs._partitioned import levels_per_batch
@@ -396,6 +399,43 @@ def test_wide_slots_get_fewer_levels_per_host_wait() -> None:
     assert levels_per_batch(1 << 30) == 1
     assert levels_per_batch(64 << 20) == 4
     assert levels_per_batch(4096) == 64
+
+
+@pytest.mark.parametrize("devices", [2, 3])
+async def test_a_level_a_wait_copies_no_slot_in_the_level_that_finds_the_end(
+    devices: int, rng: np.random.Generator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With slots so wide that a batch is one level, each ordered pair copies one
+    frontier slot per level expanded, none in the level whose direction step finds the
+    end (statistics in every level), and the rows equal SciPy's."""
+    monkeypatch.setattr(_partitioned, "BATCH_COPY_BYTES", 1)  # every slot "wide"
+    graph = SHAPES["random_directed"](rng)
+    sources = rng.integers(0, graph.num_vertices, 70).astype(np.int32)
+    async with (
+        va.open_devices(
+            "cpu", devices=list(range(devices)), memory_limit=split_limit(graph, devices)
+        ) as group,
+        va.resident_graph(group, graph) as session,
+    ):
+        partition = session._partition
+        assert partition is not None
+        ranges = partition.ranges
+        scratch = await allocate_parted_scratch(
+            partition.backends, partition.parts, ranges, 2, "levels"
+        )
+        runner = PartedTraversal(partition.backends, partition.links, ranges)
+        before = partition.links.bytes_copied
+        try:
+            rows = await runner.run(scratch, sources)
+        finally:
+            await scratch.free()
+        copied = partition.links.bytes_copied - before
+    pairs = devices * (devices - 1)
+    levels = runner.levels
+    assert runner.host_waits == levels + 1
+    stats = _part_layout.PART_STATS * (levels + 1)
+    assert copied == 8 * pairs * (levels * ranges.chunk * 2 + stats)
+    np.testing.assert_array_equal(rows, reference_rows(graph, sources))
 
 
 async def test_one_small_budget_in_a_per_device_list_splits_the_graph(

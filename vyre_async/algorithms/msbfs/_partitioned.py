@@ -5,6 +5,9 @@ between the two halves of a level each device's slot of ``send`` is copied into 
 others' ``recv`` device to device (:class:`~vyre_async.backends.DeviceLinks`). The host
 enqueues several levels on every device, copies included, then waits once: it reads
 device 0's state, which every device keeps the same; batches double, as on one device.
+Where a slot is so wide that a batch is one level, the host reads the state once the
+level's direction step has run and only then enqueues the level's copies and second
+half, so the level that finds the end copies nothing.
 
 A traversal's buffers on every device make a :class:`PartedScratch` of one shape (lane
 words, readback), which a caller may keep for the next traversal of that shape.
@@ -60,8 +63,9 @@ FIRST_LEVELS = 8
 MAX_LEVELS = 64
 #: Bytes one pair of devices may copy in a batch: a level enqueued past the traversal's
 #: end still copies its slots (the kernels return at once, the copies cannot), so wide
-#: slots get fewer levels per host wait (one slot of 1 GiB: one level; a wait costs
-#: tens of microseconds, a wasted 1 GiB copy milliseconds).
+#: slots get fewer levels per host wait (one slot of 1 GiB: one level, whose copies wait
+#: for its direction step; a wait costs tens of microseconds, a wasted 1 GiB copy
+#: milliseconds).
 BATCH_COPY_BYTES = 256 << 20
 
 
@@ -320,11 +324,15 @@ def _bind(
     part: int,
     words: int,
 ) -> dict[str, PreparedSequence]:
-    """Device ``part``'s sequences: init, the two halves of a level, the counts."""
+    """Device ``part``'s sequences: init, the direction step, the rest of a level's first
+    half, its second half, the counts."""
     steps = parted_steps(graph, mine, ranges, part, words)
+    direction, *first_half = steps["first_half"]
     sequences = {
         "init": backend.prepare_repeated(steps["init"], []),
-        "first_half": backend.prepare_repeated(steps["first_half"], []),
+        # Alone, so that reading the state waits for it and not for the rest.
+        "direction": backend.prepare_repeated([direction], []),
+        "first_half": backend.prepare_repeated(first_half, []),
         "second_half": backend.prepare_repeated([], steps["second_half"]),
     }
     if "counts" in steps:
@@ -409,13 +417,22 @@ class PartedTraversal:
             while True:
                 if check is not None:
                     check()
-                for _ in range(batch):
-                    self._level(scratch, mode, work)
+                # A level a wait (wide slots): the level's frontier copies and second half
+                # are enqueued once its direction step has said that the traversal goes
+                # on, so the level that finds the end copies no slot.
+                self._first_half(scratch, mode, work)
+                if cap > 1:
+                    self._second_half(scratch, work)
+                    for _ in range(batch - 1):
+                        self._first_half(scratch, mode, work)
+                        self._second_half(scratch, work)
                 state = await self._backends[0].read(scratch.buffers[0]["state"])
                 self.host_waits += 1
                 _raise_first(work)
                 if state[PSTATE_DONE]:
                     break
+                if cap == 1:
+                    self._second_half(scratch, work)
                 batch = min(batch * 2, cap)
             self.levels += int(state[PSTATE_LEVELS_RUN])
             rows = await self._results(scratch, count)
@@ -426,15 +443,14 @@ class PartedTraversal:
         _raise_first(work)
         return rows
 
-    def _level(
+    def _first_half(
         self,
         scratch: PartedScratch,
         mode: int,
         work: list[PendingDispatch[list[np.ndarray]] | Completion],
     ) -> None:
-        """Enqueue one level on every device, its copies included; wait for nothing."""
+        """Enqueue a level's statistics copies and first half on every device."""
         links, parts = self._links, self._ranges.parts
-        slot = self._ranges.chunk * scratch.shape[0]
         buffers = scratch.buffers
         for d in range(parts):
             for e in range(parts):
@@ -449,7 +465,18 @@ class PartedTraversal:
                         )
                     )
         for seqs in scratch.sequences:
-            work.append(seqs["first_half"].submit(0, scalars={"mode": mode}))
+            work.append(seqs["direction"].submit(0, scalars={"mode": mode}))
+            work.append(seqs["first_half"].submit(0))
+
+    def _second_half(
+        self,
+        scratch: PartedScratch,
+        work: list[PendingDispatch[list[np.ndarray]] | Completion],
+    ) -> None:
+        """Enqueue a level's frontier copies and second half on every device."""
+        links, parts = self._links, self._ranges.parts
+        slot = self._ranges.chunk * scratch.shape[0]
+        buffers = scratch.buffers
         for d in range(parts):
             for e in range(parts):
                 if e != d:
