@@ -102,15 +102,14 @@ def test_split_push_leaves_a_hubs_out_list_to_the_hub_kernel() -> None:
 
 
 def test_split_pull_leaves_a_hubs_in_list_to_the_hub_kernel() -> None:
-    """Bottom-up, msbfs_part_pull stores a hub's next word as zero; msbfs_part_pull_hubs
-    ors in the lanes its in-neighbours' frontier words hold."""
+    """Bottom-up, msbfs_part_pull leaves a hub's next word; msbfs_part_pull_hubs ors in
+    the lanes its in-neighbours' frontier words hold."""
     words = 1
     n = msbfs_hub_min_degree(words) + 2
     arrays, scalars = _one_part(n, words, _part_layout.BOTTOM_UP)
     arrays["in_offsets"], arrays["in_indices"] = _star(n)
     arrays["recv"][n - 1] = 0b110
     arrays["visited"][0] = 0b010
-    arrays["next"][0] = 0b1000  # stale: the pull stores every word
     msbfs_part.msbfs_part_pull_reference(arrays, scalars)
     assert not arrays["next"].any()
     msbfs_part.msbfs_part_pull_hubs_reference(arrays, scalars)
@@ -265,3 +264,21 @@ def test_split_direction_weighs_unexplored_edges_by_the_sectors_a_scan_reads(
     }
     msbfs_part.msbfs_part_direction_reference(arrays, scalars)
     assert state[_part_layout.PSTATE_DIRECTION] == direction
+
+
+@pytest.mark.parametrize("kernel", ["pull", "merge"])
+def test_split_pull_and_merge_store_only_the_next_words_that_found_a_lane(kernel: str) -> None:
+    """next is zero at a level's start (advance clears each word it takes), so the pull
+    (bottom-up) and the merge (top-down) store only the words that found a lane: a word
+    that found none keeps what it holds (here a marker), one that found some gets them."""
+    words, n, marker = 1, 3, np.uint64(1 << 40)
+    direction = _part_layout.BOTTOM_UP if kernel == "pull" else _part_layout.TOP_DOWN
+    arrays, scalars = _one_part(n, words, direction)
+    arrays["offsets"] = arrays["in_offsets"] = np.array([0, 1, 1, 1], np.int64)
+    arrays["in_indices"] = np.array([2], np.int32)  # vertex 0 <- vertex 2
+    arrays["recv"][2] = _lanes(5)  # pull: vertex 2's frontier
+    arrays["send"][0] = _lanes(5)  # merge: vertex 0 discovered in the own outbox
+    arrays["next"][:] = [0, marker, marker]
+    reference = getattr(msbfs_part, f"msbfs_part_{kernel}_reference")
+    reference(arrays, scalars)
+    assert arrays["next"].tolist() == [_lanes(5), marker, marker]

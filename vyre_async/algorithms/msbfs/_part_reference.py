@@ -237,7 +237,8 @@ def msbfs_part_push_hubs_reference(arrays: Arrays, scalars: Scalars) -> None:
 
 
 def msbfs_part_merge_reference(arrays: Arrays, scalars: Scalars) -> None:
-    """CPU ``msbfs_part_merge``: own and received discoveries, less the visited."""
+    """CPU ``msbfs_part_merge``: own and received discoveries, less the visited, stored
+    in the next words that hold one (next is zero at a level's start)."""
     state = arrays["state"]
     valid, nd, _ = _geometry(arrays, scalars, "visited")
     if state[PSTATE_DONE] or state[PSTATE_DIRECTION] != TOP_DOWN or not valid:
@@ -251,13 +252,21 @@ def msbfs_part_merge_reference(arrays: Arrays, scalars: Scalars) -> None:
         if e != part:
             found |= recv[e * slot : e * slot + mine]
     active = np.tile(_active(state)[:words], nd)
-    arrays["next"][:mine] = found & ~arrays["visited"][:mine] & active
+    fresh = found & ~arrays["visited"][:mine] & active
+    _store_found(arrays["next"][:mine], fresh)
+
+
+def _store_found(nxt: np.ndarray, fresh: np.ndarray) -> None:
+    """Store the words of ``fresh`` that hold a lane; leave the others (next is zero at
+    every level's start, so there is nothing to clear)."""
+    found = fresh != 0
+    nxt[found] = fresh[found]
 
 
 def _pull(arrays: Arrays, scalars: Scalars, hubs: bool) -> None:
     """The needed (live, unvisited) lanes of this device's hubs (or of its other
     vertices) found among their in-neighbours' frontier words: or-ed into next for
-    hubs, stored otherwise (a hub's next words then stored as zero)."""
+    hubs, stored otherwise where a lane was found."""
     state = arrays["state"]
     valid, nd, _ = _geometry(arrays, scalars, "visited")
     if state[PSTATE_DONE] or state[PSTATE_DIRECTION] != BOTTOM_UP or not valid:
@@ -279,13 +288,13 @@ def _pull(arrays: Arrays, scalars: Scalars, hubs: bool) -> None:
     if hubs:
         arrays["next"][: nd * words] |= fresh
     else:
-        arrays["next"][: nd * words] = fresh
+        _store_found(arrays["next"][: nd * words], fresh)
 
 
 def msbfs_part_pull_reference(arrays: Arrays, scalars: Scalars) -> None:
     """CPU ``msbfs_part_pull``: the needed lanes of the vertices other than hubs, found
-    among their in-neighbours' frontier words; every next word is stored (a hub's as
-    zero)."""
+    among their in-neighbours' frontier words, stored in the next words that found one
+    (next is zero at a level's start)."""
     _pull(arrays, scalars, hubs=False)
 
 

@@ -276,7 +276,6 @@ def parted_steps(
         "recv": mine["recv"],
         **local,
     }
-    # The hubs' pull after the others': the pull stores every next word, a hub's as 0.
     second_half += [Step(msbfs_part_pull, pull, split), Step(msbfs_part_pull_hubs, pull, split)]
     if levels is not None:
         second_half.append(

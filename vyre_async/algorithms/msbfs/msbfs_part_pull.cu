@@ -5,8 +5,9 @@
 // device's frontier at its global place); a scan stops once every needed lane is found,
 // and a vertex that needs none is skipped. A warp takes 32 / group
 // vertices, a team each; a narrow in-list is walked by its team, a wide one by the
-// whole warp. Writes every vertex's next words: a hub's (PART_HUB_LANE_EDGES / group
-// in-edges or more) as zero, for msbfs_part_pull_hubs, which runs after it, to fill.
+// whole warp; a hub's (PART_HUB_LANE_EDGES / group in-edges or more) is left to
+// msbfs_part_pull_hubs. next is zero at every level's start (init clears it, advance
+// clears each word it takes), so only the words that found a lane are stored.
 extern "C" __global__ void msbfs_part_pull(const long long* __restrict__ in_offsets,
                                            const int* __restrict__ in_indices,
                                            const unsigned long long* __restrict__ recv,
@@ -100,7 +101,7 @@ extern "C" __global__ void msbfs_part_pull(const long long* __restrict__ in_offs
             const unsigned have = __ballot_sync(PART_FULL_MASK, (acc & need) == need);
             covered = covered || (have & team) == team || j >= stop;
         }
-        if (mine) {
+        if (mine && (acc & need) != 0ull) {
             next[i] = acc & need;
         }
     }

@@ -41,7 +41,7 @@ __device__ __forceinline__ void pull_hub_chunk(long long h,
 
 // Bottom-up, the hubs: this device's in-edges in chunks of PART_HUB_LANE_EDGES / group,
 // a warp a chunk; at most two hubs meet a chunk (the owners of its first and last
-// edges). Runs after msbfs_part_pull, which wrote the hubs' next words as zero.
+// edges). next is zero at the level's start; msbfs_part_pull leaves the hubs' words.
 extern "C" __global__ void msbfs_part_pull_hubs(const long long* __restrict__ in_offsets,
                                                 const int* __restrict__ in_indices,
                                                 const unsigned long long* __restrict__ recv,
