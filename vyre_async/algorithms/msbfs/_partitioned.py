@@ -323,15 +323,16 @@ def _bind(
     part: int,
     words: int,
 ) -> dict[str, PreparedSequence]:
-    """Device ``part``'s sequences: init, the direction step, the rest of a level's first
-    half, its second half, the counts."""
+    """Device ``part``'s sequences: init, a level's first half (whole, or its direction
+    step and the rest apart), its second half, the counts."""
     steps = parted_steps(graph, mine, ranges, part, words)
-    direction, *first_half = steps["first_half"]
+    direction, *rest = steps["first_half"]
     sequences = {
         "init": backend.prepare_repeated(steps["init"], []),
-        # Alone, so that reading the state waits for it and not for the rest.
+        "first_half": backend.prepare_repeated(steps["first_half"], []),
+        # Apart, so that reading the state waits for the direction step only.
         "direction": backend.prepare_repeated([direction], []),
-        "first_half": backend.prepare_repeated(first_half, []),
+        "first_half_rest": backend.prepare_repeated(rest, []),
         "second_half": backend.prepare_repeated([], steps["second_half"]),
     }
     if "counts" in steps:
@@ -419,10 +420,10 @@ class PartedTraversal:
                 # A level a wait (wide slots): the level's frontier copies and second half
                 # are enqueued once its direction step has said that the traversal goes
                 # on, so the level that finds the end copies no slot.
-                self._first_half(scratch, mode, work)
-                if cap > 1:
-                    self._second_half(scratch, work)
-                    for _ in range(batch - 1):
+                if cap == 1:
+                    self._first_half(scratch, mode, work, apart=True)
+                else:
+                    for _ in range(batch):
                         self._first_half(scratch, mode, work)
                         self._second_half(scratch, work)
                 state = await self._backends[0].read(scratch.buffers[0]["state"])
@@ -447,8 +448,11 @@ class PartedTraversal:
         scratch: PartedScratch,
         mode: int,
         work: list[PendingDispatch[list[np.ndarray]] | Completion],
+        *,
+        apart: bool = False,
     ) -> None:
-        """Enqueue a level's statistics copies and first half on every device."""
+        """Enqueue a level's statistics copies and first half on every device (``apart``:
+        its direction step as a submission of its own)."""
         links, parts = self._links, self._ranges.parts
         buffers = scratch.buffers
         for d in range(parts):
@@ -464,8 +468,11 @@ class PartedTraversal:
                         )
                     )
         for seqs in scratch.sequences:
-            work.append(seqs["direction"].submit(0, scalars={"mode": mode}))
-            work.append(seqs["first_half"].submit(0))
+            if apart:
+                work.append(seqs["direction"].submit(0, scalars={"mode": mode}))
+                work.append(seqs["first_half_rest"].submit(0))
+            else:
+                work.append(seqs["first_half"].submit(0, scalars={"mode": mode}))
 
     def _second_half(
         self,
