@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from importlib import resources
+from typing import Any
 
 import anyio
 import numpy as np
@@ -28,6 +29,7 @@ from vyre_async.algorithms.pagerank import PAGERANK_PART_KERNELS, _part_state
 from vyre_async.backends import CpuBackend, choose_placement, device_budgets
 from vyre_async.errors import (
     ConfigurationError,
+    DispatchError,
     OutOfMemoryError,
     UnsupportedFeatureError,
     ValidationError,
@@ -391,6 +393,29 @@ async def test_concurrent_queries_on_a_split_graph_each_get_their_rows(
                 tg.start_soon(call, i)
     for i, sources in enumerate(calls):
         np.testing.assert_array_equal(rows[i], reference_rows(graph, sources))
+
+
+async def test_a_failed_read_of_one_devices_rows_raises_its_own_error(
+    rng: np.random.Generator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The devices' shares of the rows are read at once; one that fails raises its own
+    VyreError (with its fix), not a group of errors."""
+    graph = SHAPES["random_directed"](rng)
+    sources = rng.integers(0, graph.num_vertices, 5).astype(np.int32)
+    async with (
+        va.open_devices("cpu", devices=[0, 1], memory_limit=split_limit(graph, 2)) as group,
+        va.resident_graph(group, graph) as session,
+    ):
+        original = group.backends[1].read
+
+        async def failing(buffer: Any, offset: int = 0, count: int | None = None) -> Any:
+            if count is not None and count > 1:  # a share of the rows, not the state
+                raise DispatchError("the read failed", fix="try again.")
+            return await original(buffer, offset, count)
+
+        monkeypatch.setattr(group.backends[1], "read", failing)
+        with pytest.raises(DispatchError, match="Fix: try again"):
+            await session.bfs_many(sources)
 
 
 def test_wide_slots_get_fewer_levels_per_host_wait() -> None:

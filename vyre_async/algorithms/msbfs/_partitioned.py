@@ -22,6 +22,7 @@ from typing import Literal
 import anyio
 import numpy as np
 
+from ..._groups import sole_vyre_error
 from ...backends import Backend, DeviceLinks, PreparedSequence, ReadRange, ResidentBuffer
 from ...backends import SequenceStep as Step
 from ...errors import UnsupportedFeatureError, ValidationError
@@ -506,18 +507,34 @@ class PartedTraversal:
         lanes = MSBFS_LANES_PER_WORD * words
         ranges = self._ranges
         if readback == "counts":
+            # Every device counts at once; then each device's counts are collected.
+            pending = [seqs["counts"].submit(0) for seqs in scratch.sequences]
             total = np.zeros(lanes, np.int64)
-            for seqs in scratch.sequences:
-                (counts,), _ = await seqs["counts"].run(0)
+            for each in pending:
+                (counts,) = await each
                 total += counts
             return total[:count].astype(np.int32)
         rows = np.empty((count, ranges.num_vertices), np.int32)
-        for d, (backend, mine) in enumerate(zip(self._backends, scratch.buffers, strict=True)):
+
+        async def share(d: int) -> None:
             first, stop = ranges.bounds(d)
             if stop > first:
                 # Lane-major: the used lanes' rows are the buffer's first ones.
-                share = await backend.read(mine["levels"], 0, count * (stop - first))
-                rows[:, first:stop] = share.reshape(count, stop - first)
+                got = await self._backends[d].read(
+                    scratch.buffers[d]["levels"], 0, count * (stop - first)
+                )
+                rows[:, first:stop] = got.reshape(count, stop - first)
+
+        # Every device's share at once (each over its own link to the host).
+        try:
+            async with anyio.create_task_group() as tg:
+                for d in range(ranges.parts):
+                    tg.start_soon(share, d)
+        except BaseExceptionGroup as group:
+            error = sole_vyre_error(group)
+            if error is None:
+                raise
+            raise error from None
         return rows
 
 
