@@ -97,6 +97,26 @@ async def test_a_level_a_wait_on_two_simulated_devices_equals_scipy(
     assert after == before
 
 
+async def test_split_counts_on_two_simulated_devices_equal_scipy(
+    rng: np.random.Generator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Reached counts over two CUDA backends (simulated), every device's count submitted
+    before any is collected, and a lone BFS whose level rows come from both devices at
+    once: SciPy's answers."""
+    _install(monkeypatch, 1)
+    graph = SHAPES["random_directed"](rng)
+    sources = rng.integers(0, graph.num_vertices, 130).astype(np.int32)
+    async with (
+        va.open_devices("cuda", devices=[0, 1], memory_limit=split_limit(graph, 2)) as group,
+        va.resident_graph(group, graph) as session,
+    ):
+        counts = await session.bfs_many(sources, readback="counts")
+        levels = await session.bfs(int(sources[0]))
+    expected = reference_rows(graph, sources)
+    np.testing.assert_array_equal(counts, (expected >= 0).sum(axis=1))
+    np.testing.assert_array_equal(levels, expected[0])
+
+
 class RefusingCopies(TwoDevices):
     """Two simulated devices whose driver refuses every copy between them."""
 
