@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 from importlib import resources
+from typing import Any
 
 import anyio
 import numpy as np
@@ -17,7 +18,10 @@ import vyre_async as va
 from vyre_async.algorithms.bfs import KhopParams
 from vyre_async.algorithms.msbfs import (
     MSBFS_PART_KERNELS,
+    PartedTraversal,
     _part_layout,
+    _partitioned,
+    allocate_parted_scratch,
     run_parted_traversals,
 )
 from vyre_async.algorithms.msbfs._partitioned import levels_per_batch
@@ -25,6 +29,7 @@ from vyre_async.algorithms.pagerank import PAGERANK_PART_KERNELS, _part_state
 from vyre_async.backends import CpuBackend, choose_placement, device_budgets
 from vyre_async.errors import (
     ConfigurationError,
+    DispatchError,
     OutOfMemoryError,
     UnsupportedFeatureError,
     ValidationError,
@@ -239,6 +244,43 @@ async def test_every_level_in_one_direction_equals_scipy(
     np.testing.assert_array_equal(rows, reference_rows(graph, sources))
 
 
+def _paths_and_islands(rng: np.random.Generator) -> CsrGraph:
+    """Directed paths of 1 to 40 edges over a shuffled 503 vertices, the rest isolated:
+    lanes started on them stop gaining vertices each at its own level (at once on an
+    isolated vertex)."""
+    order = rng.permutation(503)
+    src, dst, at = [], [], 0
+    for length in range(1, 41, 3):
+        path = order[at : at + length + 1]
+        src.append(path[:-1])
+        dst.append(path[1:])
+        at += length + 1
+    return CsrGraph.from_edges(np.concatenate(src), np.concatenate(dst), 503)
+
+
+@pytest.mark.parametrize("devices", [2, 3])
+async def test_lanes_that_stop_gaining_at_different_levels_equal_scipy(
+    devices: int, rng: np.random.Generator
+) -> None:
+    """Bottom-up on every level, lanes over three words whose traversals end at
+    different levels (or at once, from an isolated vertex) are looked for only while
+    some device gains them: every level still equals SciPy."""
+    graph = _paths_and_islands(rng)
+    sources = rng.integers(0, graph.num_vertices, 150).astype(np.int32)
+    async with (
+        va.open_devices(
+            "cpu", devices=list(range(devices)), memory_limit=split_limit(graph, devices)
+        ) as group,
+        va.resident_graph(group, graph) as session,
+    ):
+        partition = session._partition
+        assert partition is not None
+        rows = await run_parted_traversals(
+            partition, sources, max_level=2**31 - 1, readback="levels", direction="bottom_up"
+        )
+    np.testing.assert_array_equal(rows, reference_rows(graph, sources))
+
+
 async def test_many_sources_run_in_passes_that_fit_the_budget(rng: np.random.Generator) -> None:
     """More sources than one pass's lanes (a small budget): passes, rows in order."""
     graph = random_graph(rng, 401, 1600, symmetric=True)
@@ -353,12 +395,72 @@ async def test_concurrent_queries_on_a_split_graph_each_get_their_rows(
         np.testing.assert_array_equal(rows[i], reference_rows(graph, sources))
 
 
+async def test_a_failed_read_of_one_devices_rows_raises_its_own_error(
+    rng: np.random.Generator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The devices' shares of the rows are read at once; one that fails raises its own
+    VyreError (with its fix), not a group of errors."""
+    graph = SHAPES["random_directed"](rng)
+    sources = rng.integers(0, graph.num_vertices, 5).astype(np.int32)
+    async with (
+        va.open_devices("cpu", devices=[0, 1], memory_limit=split_limit(graph, 2)) as group,
+        va.resident_graph(group, graph) as session,
+    ):
+        original = group.backends[1].read
+
+        async def failing(buffer: Any, offset: int = 0, count: int | None = None) -> Any:
+            if count is not None and count > 1:  # a share of the rows, not the state
+                raise DispatchError("the read failed", fix="try again.")
+            return await original(buffer, offset, count)
+
+        monkeypatch.setattr(group.backends[1], "read", failing)
+        with pytest.raises(DispatchError, match="Fix: try again"):
+            await session.bfs_many(sources)
+
+
 def test_wide_slots_get_fewer_levels_per_host_wait() -> None:
     """A level past the end still copies its slots: 1 GiB slots run one level per host
     wait, small ones up to the cap of 64."""
     assert levels_per_batch(1 << 30) == 1
     assert levels_per_batch(64 << 20) == 4
     assert levels_per_batch(4096) == 64
+
+
+@pytest.mark.parametrize("devices", [2, 3])
+async def test_a_level_a_wait_copies_no_slot_in_the_level_that_finds_the_end(
+    devices: int, rng: np.random.Generator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With slots so wide that a batch is one level, each ordered pair copies one
+    frontier slot per level expanded, none in the level whose direction step finds the
+    end (statistics in every level), and the rows equal SciPy's."""
+    monkeypatch.setattr(_partitioned, "BATCH_COPY_BYTES", 1)  # every slot "wide"
+    graph = SHAPES["random_directed"](rng)
+    sources = rng.integers(0, graph.num_vertices, 70).astype(np.int32)
+    async with (
+        va.open_devices(
+            "cpu", devices=list(range(devices)), memory_limit=split_limit(graph, devices)
+        ) as group,
+        va.resident_graph(group, graph) as session,
+    ):
+        partition = session._partition
+        assert partition is not None
+        ranges = partition.ranges
+        scratch = await allocate_parted_scratch(
+            partition.backends, partition.parts, ranges, 2, "levels"
+        )
+        runner = PartedTraversal(partition.backends, partition.links, ranges)
+        before = partition.links.bytes_copied
+        try:
+            rows = await runner.run(scratch, sources)
+        finally:
+            await scratch.free()
+        copied = partition.links.bytes_copied - before
+    pairs = devices * (devices - 1)
+    levels = runner.levels
+    assert runner.host_waits == levels + 1
+    stats = _part_layout.PART_STATS * (levels + 1)
+    assert copied == 8 * pairs * (levels * ranges.chunk * 2 + stats)
+    np.testing.assert_array_equal(rows, reference_rows(graph, sources))
 
 
 async def test_one_small_budget_in_a_per_device_list_splits_the_graph(

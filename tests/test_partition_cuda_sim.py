@@ -14,7 +14,7 @@ from graph_references import pagerank_float64
 from partition_shapes import SHAPES, reference_rows, split_limit
 
 import vyre_async as va
-from vyre_async.algorithms.msbfs import MSBFS_PART_KERNELS
+from vyre_async.algorithms.msbfs import MSBFS_PART_KERNELS, _partitioned
 from vyre_async.algorithms.pagerank import PAGERANK_PART_KERNELS
 
 
@@ -76,6 +76,45 @@ async def test_split_traversal_on_two_simulated_devices_equals_scipy(
     assert sim.calls.get("cuMemcpyPeerAsync", 0) > 0
     assert sim.calls.get("cuCtxEnablePeerAccess", 0) == (2 if peer else 0)
     assert after == before
+
+
+async def test_a_level_a_wait_on_two_simulated_devices_equals_scipy(
+    rng: np.random.Generator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With slots so wide that a batch is one level, the CUDA backend reads the state
+    after each level's direction step and only then enqueues its copies: bfs_many still
+    gives SciPy's levels, and nothing is left allocated."""
+    _install(monkeypatch, 1)
+    monkeypatch.setattr(_partitioned, "BATCH_COPY_BYTES", 1)  # every slot "wide"
+    graph = SHAPES["random_directed"](rng)
+    sources = rng.integers(0, graph.num_vertices, 70).astype(np.int32)
+    async with va.open_devices("cuda", devices=[0, 1], memory_limit=split_limit(graph, 2)) as group:
+        before = [b.live_allocations() for b in group.backends]  # type: ignore[attr-defined]
+        async with va.resident_graph(group, graph) as session:
+            levels = await session.bfs_many(sources)
+        after = [b.live_allocations() for b in group.backends]  # type: ignore[attr-defined]
+    np.testing.assert_array_equal(levels, reference_rows(graph, sources))
+    assert after == before
+
+
+async def test_split_counts_on_two_simulated_devices_equal_scipy(
+    rng: np.random.Generator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Reached counts over two CUDA backends (simulated), every device's count submitted
+    before any is collected, and a lone BFS whose level rows come from both devices at
+    once: SciPy's answers."""
+    _install(monkeypatch, 1)
+    graph = SHAPES["random_directed"](rng)
+    sources = rng.integers(0, graph.num_vertices, 130).astype(np.int32)
+    async with (
+        va.open_devices("cuda", devices=[0, 1], memory_limit=split_limit(graph, 2)) as group,
+        va.resident_graph(group, graph) as session,
+    ):
+        counts = await session.bfs_many(sources, readback="counts")
+        levels = await session.bfs(int(sources[0]))
+    expected = reference_rows(graph, sources)
+    np.testing.assert_array_equal(counts, (expected >= 0).sum(axis=1))
+    np.testing.assert_array_equal(levels, expected[0])
 
 
 class RefusingCopies(TwoDevices):

@@ -51,6 +51,7 @@ from ._partitioned import check_parted_readback as check_parted_readback
 from ._partitioned import minimal_parted_bytes as minimal_parted_bytes
 from ._partitioned import minimal_replica_bytes as minimal_replica_bytes
 from ._partitioned import parted_scratch_bytes as parted_scratch_bytes
+from ._partitioned import parted_steps as parted_steps
 from ._partitioned import parted_words as parted_words
 from ._partitioned import run_parted_traversals as run_parted_traversals
 from ._plan import MultiQueryPlan as MultiQueryPlan
@@ -123,6 +124,7 @@ __all__ = [
     "msbfs_record_targets",
     "msbfs_words",
     "parted_scratch_bytes",
+    "parted_steps",
     "parted_words",
     "plan_multi_query",
     "run_parted_traversals",

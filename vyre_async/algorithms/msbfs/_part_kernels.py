@@ -12,7 +12,8 @@ and in-lists (neighbours as global ids). Besides its own bitsets (``visited``, `
 A level on every device, the host waiting for none of it::
 
     copies:  stats_out of each other device -> stats slot of that device
-    seq A:   msbfs_part_direction   count the level; stop, or pick the direction
+    seq A:   msbfs_part_direction   count the level (the lanes it gained on any device
+                                    are the live ones); stop, or pick the direction
              msbfs_part_pack        top-down: clear send; bottom-up: own frontier
                                     into every other slot of send
              msbfs_part_push        top-down: or frontier words into the outbox words of
@@ -21,11 +22,12 @@ A level on every device, the host waiting for none of it::
                                     edges over the grid
     copies:  slot d of each other device's send -> that device's slot of recv
     seq B:   msbfs_part_merge       top-down: own outbox slot | received slots, less visited
-             msbfs_part_pull        bottom-up: in-neighbours' frontier words in recv
+             msbfs_part_pull        bottom-up: in-neighbours' frontier words in recv, for
+                                    the live lanes a vertex has not visited
              msbfs_part_pull_hubs   the same for hubs' in-lists, cut into chunks
              [msbfs_part_record_levels]
              msbfs_part_advance     next -> visited and own frontier; the new frontier's
-                                    statistics into stats_out
+                                    statistics and gained lanes into stats_out
 
 The push and the pull spread edges, not only vertices, over the grid, as the
 single-device ``msbfs_expand`` and ``msbfs_expand_hubs`` do: a team of lanes (one per
@@ -262,7 +264,7 @@ msbfs_part_advance = _kernel(
         _LW,
         _GW,
     ),
-    lambda sizes: local_launch({"lw": sizes["v1"]}),
+    team_launch,
     msbfs_part_advance_reference,
 )
 

@@ -20,14 +20,17 @@ from ._part_layout import (
     PSTATE_LANES,
     PSTATE_LEVEL,
     PSTATE_LEVELS_RUN,
+    PSTATE_LIVE,
     PSTATE_MAX_LEVEL,
     PSTATE_PENDING,
     PSTATE_WIDTH,
     PULL_BETA,
     PUSH_ALPHA,
+    SECTOR_WORDS,
     STAT_DISCOVERED,
     STAT_FRONTIER,
     STAT_FRONTIER_EDGES,
+    STAT_GAINED,
     STAT_UNEXPLORED_EDGES,
     TOP_DOWN,
     part_valid,
@@ -45,6 +48,11 @@ def _int(scalars: Scalars, name: str) -> int:
 def _active(state: np.ndarray) -> np.ndarray:
     """The state's active-lane words (a uint64 view)."""
     return state[PSTATE_ACTIVE : PSTATE_ACTIVE + 2 * MSBFS_MAX_WORDS].view(np.uint64)
+
+
+def _live(state: np.ndarray) -> np.ndarray:
+    """The state's live-lane words (a uint64 view)."""
+    return state[PSTATE_LIVE : PSTATE_LIVE + 2 * MSBFS_MAX_WORDS].view(np.uint64)
 
 
 def _geometry(arrays: Arrays, scalars: Scalars, local: str | None) -> tuple[bool, int, int]:
@@ -91,6 +99,8 @@ def msbfs_part_init_reference(arrays: Arrays, scalars: Scalars) -> None:
     state[PSTATE_LANES] = int(ok.sum())
     state[PSTATE_DIRECTION] = TOP_DOWN
     _active(state)[:] = active
+    _live(state)[:] = active
+    stats[STAT_GAINED : STAT_GAINED + MSBFS_MAX_WORDS] = 0
     stats[STAT_FRONTIER] = int(mine.sum())
     stats[STAT_FRONTIER_EDGES] = int((offsets[local + 1] - offsets[local]).sum())
     stats[STAT_UNEXPLORED_EDGES] = int(arrays["in_offsets"][nd]) if valid else 0
@@ -128,7 +138,8 @@ def msbfs_part_init_levels_reference(arrays: Arrays, scalars: Scalars) -> None:
 
 
 def msbfs_part_direction_reference(arrays: Arrays, scalars: Scalars) -> None:
-    """CPU ``msbfs_part_direction``: count the level, stop or pick the next direction."""
+    """CPU ``msbfs_part_direction``: count the level (the lanes it gained on any device
+    become the live ones), stop or pick the next direction."""
     state = arrays["state"]
     if state[PSTATE_DONE]:
         return
@@ -137,12 +148,14 @@ def msbfs_part_direction_reference(arrays: Arrays, scalars: Scalars) -> None:
     if parts < 1 or not 0 <= part < parts or stats.size < parts * PART_STATS:
         state[PSTATE_DONE] = 1
         return
+    rows = stats[: parts * PART_STATS].reshape(parts, PART_STATS).astype(np.uint64)
+    rows[part] = arrays["stats_out"][:PART_STATS]
     if state[PSTATE_PENDING]:
         state[PSTATE_LEVEL] += 1
         state[PSTATE_LEVELS_RUN] += 1
         state[PSTATE_PENDING] = 0
-    rows = stats[: parts * PART_STATS].reshape(parts, PART_STATS).astype(np.uint64)
-    rows[part] = arrays["stats_out"][:PART_STATS]
+        gained = np.bitwise_or.reduce(rows[:, STAT_GAINED:], axis=0)
+        _live(state)[:] = gained & _active(state)
     frontier, edges, unexplored = (int(v) for v in rows[:, :STAT_DISCOVERED].sum(axis=0))
     if frontier == 0 or state[PSTATE_LEVEL] >= state[PSTATE_MAX_LEVEL]:
         state[PSTATE_DONE] = 1
@@ -154,7 +167,8 @@ def msbfs_part_direction_reference(arrays: Arrays, scalars: Scalars) -> None:
     elif mode == 2:
         direction = BOTTOM_UP
     elif direction == TOP_DOWN:
-        direction = BOTTOM_UP if edges * PUSH_ALPHA > unexplored else TOP_DOWN
+        sectors = -(-int(state[PSTATE_WIDTH]) // SECTOR_WORDS)
+        direction = BOTTOM_UP if edges * PUSH_ALPHA > unexplored * sectors else TOP_DOWN
     else:
         direction = TOP_DOWN if frontier * PULL_BETA < _int(scalars, "n_total") else BOTTOM_UP
     state[PSTATE_DIRECTION] = direction
@@ -223,7 +237,8 @@ def msbfs_part_push_hubs_reference(arrays: Arrays, scalars: Scalars) -> None:
 
 
 def msbfs_part_merge_reference(arrays: Arrays, scalars: Scalars) -> None:
-    """CPU ``msbfs_part_merge``: own and received discoveries, less the visited."""
+    """CPU ``msbfs_part_merge``: own and received discoveries, less the visited, stored
+    in the next words that hold one (next is zero at a level's start)."""
     state = arrays["state"]
     valid, nd, _ = _geometry(arrays, scalars, "visited")
     if state[PSTATE_DONE] or state[PSTATE_DIRECTION] != TOP_DOWN or not valid:
@@ -237,13 +252,21 @@ def msbfs_part_merge_reference(arrays: Arrays, scalars: Scalars) -> None:
         if e != part:
             found |= recv[e * slot : e * slot + mine]
     active = np.tile(_active(state)[:words], nd)
-    arrays["next"][:mine] = found & ~arrays["visited"][:mine] & active
+    fresh = found & ~arrays["visited"][:mine] & active
+    _store_found(arrays["next"][:mine], fresh)
+
+
+def _store_found(nxt: np.ndarray, fresh: np.ndarray) -> None:
+    """Store the words of ``fresh`` that hold a lane; leave the others (next is zero at
+    every level's start, so there is nothing to clear)."""
+    found = fresh != 0
+    nxt[found] = fresh[found]
 
 
 def _pull(arrays: Arrays, scalars: Scalars, hubs: bool) -> None:
-    """The needed lanes of this device's hubs (or of its other vertices) found among
-    their in-neighbours' frontier words: or-ed into next for hubs, stored otherwise
-    (a hub's next words then stored as zero)."""
+    """The needed (live, unvisited) lanes of this device's hubs (or of its other
+    vertices) found among their in-neighbours' frontier words: or-ed into next for
+    hubs, stored otherwise where a lane was found."""
     state = arrays["state"]
     valid, nd, _ = _geometry(arrays, scalars, "visited")
     if state[PSTATE_DONE] or state[PSTATE_DIRECTION] != BOTTOM_UP or not valid:
@@ -255,9 +278,7 @@ def _pull(arrays: Arrays, scalars: Scalars, hubs: bool) -> None:
     keep = (sources >= 0) & (sources < n_total)
     rows, sources = rows[keep], sources[keep]
     recv = arrays["recv"]
-    need = (np.tile(_active(state)[:words], nd) & ~arrays["visited"][: nd * words]).reshape(
-        nd, words
-    )
+    need = (np.tile(_live(state)[:words], nd) & ~arrays["visited"][: nd * words]).reshape(nd, words)
     hub = _hubs(offsets, nd, words)
     need[hub != hubs] = 0
     found = np.zeros((nd, words), np.uint64)
@@ -267,13 +288,13 @@ def _pull(arrays: Arrays, scalars: Scalars, hubs: bool) -> None:
     if hubs:
         arrays["next"][: nd * words] |= fresh
     else:
-        arrays["next"][: nd * words] = fresh
+        _store_found(arrays["next"][: nd * words], fresh)
 
 
 def msbfs_part_pull_reference(arrays: Arrays, scalars: Scalars) -> None:
     """CPU ``msbfs_part_pull``: the needed lanes of the vertices other than hubs, found
-    among their in-neighbours' frontier words; every next word is stored (a hub's as
-    zero)."""
+    among their in-neighbours' frontier words, stored in the next words that found one
+    (next is zero at a level's start)."""
     _pull(arrays, scalars, hubs=False)
 
 
@@ -299,7 +320,7 @@ def msbfs_part_record_levels_reference(arrays: Arrays, scalars: Scalars) -> None
 
 def msbfs_part_advance_reference(arrays: Arrays, scalars: Scalars) -> None:
     """CPU ``msbfs_part_advance``: discoveries become visited and the own frontier;
-    the new frontier's statistics are added to ``stats_out``."""
+    the new frontier's statistics are added to ``stats_out``, its lanes or-ed in."""
     state = arrays["state"]
     valid, nd, first = _geometry(arrays, scalars, "visited")
     if state[PSTATE_DONE] or not valid:
@@ -322,6 +343,10 @@ def msbfs_part_advance_reference(arrays: Arrays, scalars: Scalars) -> None:
     stats[STAT_FRONTIER_EDGES] += np.uint64(int(out_degree[fresh].sum()))
     stats[STAT_UNEXPLORED_EDGES] += np.uint64(int(in_degree[open_].sum()))
     stats[STAT_DISCOVERED] += np.uint64(int(popcount))
+    if mine:
+        stats[STAT_GAINED : STAT_GAINED + words] |= np.bitwise_or.reduce(
+            bits.reshape(nd, words), axis=0
+        )
 
 
 def msbfs_part_count_reference(arrays: Arrays, scalars: Scalars) -> None:

@@ -5,6 +5,9 @@ between the two halves of a level each device's slot of ``send`` is copied into 
 others' ``recv`` device to device (:class:`~vyre_async.backends.DeviceLinks`). The host
 enqueues several levels on every device, copies included, then waits once: it reads
 device 0's state, which every device keeps the same; batches double, as on one device.
+Where a slot is so wide that a batch is one level, the host reads the state once the
+level's direction step has run and only then enqueues the level's copies and second
+half, so the level that finds the end copies nothing.
 
 A traversal's buffers on every device make a :class:`PartedScratch` of one shape (lane
 words, readback), which a caller may keep for the next traversal of that shape.
@@ -19,6 +22,7 @@ from typing import Literal
 import anyio
 import numpy as np
 
+from ..._groups import sole_vyre_error
 from ...backends import Backend, DeviceLinks, PreparedSequence, ReadRange, ResidentBuffer
 from ...backends import SequenceStep as Step
 from ...errors import UnsupportedFeatureError, ValidationError
@@ -60,8 +64,9 @@ FIRST_LEVELS = 8
 MAX_LEVELS = 64
 #: Bytes one pair of devices may copy in a batch: a level enqueued past the traversal's
 #: end still copies its slots (the kernels return at once, the copies cannot), so wide
-#: slots get fewer levels per host wait (one slot of 1 GiB: one level; a wait costs
-#: tens of microseconds, a wasted 1 GiB copy milliseconds).
+#: slots get fewer levels per host wait (one slot of 1 GiB: one level, whose copies wait
+#: for its direction step; a wait costs tens of microseconds, a wasted 1 GiB copy
+#: milliseconds).
 BATCH_COPY_BYTES = 256 << 20
 
 
@@ -177,23 +182,27 @@ async def allocate_parted_scratch(
                 await alloc("levels", lanes * nd, np.int32)
             else:
                 await alloc("counts", lanes, np.int32)
-            sequences.append(_bind(backend, graph, mine, ranges, d, words, readback))
+            sequences.append(_bind(backend, graph, mine, ranges, d, words))
     except BaseException:
         await _free(backends, made)
         raise
     return PartedScratch((words, readback), backends, made, sequences)
 
 
-def _bind(
-    backend: Backend,
+def parted_steps(
     graph: Mapping[str, ResidentBuffer],
-    mine: dict[str, ResidentBuffer],
+    mine: Mapping[str, ResidentBuffer],
     ranges: VertexRanges,
     part: int,
     words: int,
-    readback: PartedReadback,
-) -> dict[str, PreparedSequence]:
-    """Device ``part``'s sequences: init, the two halves of a level, the counts."""
+) -> dict[str, list[Step]]:
+    """Device ``part``'s steps, bound over its part of the graph and its buffers.
+
+    ``"init"``, the level's ``"first_half"`` (before the frontier copies) and
+    ``"second_half"`` (after them), and ``"counts"`` where ``mine`` has a counts buffer
+    (a levels readback records levels in the second half instead). The direction step
+    (first of the first half) takes the ``mode`` scalar.
+    """
     split = {
         "parts": ranges.parts,
         "part": part,
@@ -268,7 +277,6 @@ def _bind(
         "recv": mine["recv"],
         **local,
     }
-    # The hubs' pull after the others': the pull stores every next word, a hub's as 0.
     second_half += [Step(msbfs_part_pull, pull, split), Step(msbfs_part_pull_hubs, pull, split)]
     if levels is not None:
         second_half.append(
@@ -291,24 +299,46 @@ def _bind(
             split,
         )
     )
+    steps = {"init": init, "first_half": first_half, "second_half": second_half}
+    if "counts" in mine:
+        steps["counts"] = [
+            Step(
+                msbfs_part_count,
+                {
+                    "offsets": offsets,
+                    "sources": mine["sources"],
+                    "visited": mine["visited"],
+                    "counts": mine["counts"],
+                },
+                {"words": words},
+            )
+        ]
+    return steps
+
+
+def _bind(
+    backend: Backend,
+    graph: Mapping[str, ResidentBuffer],
+    mine: dict[str, ResidentBuffer],
+    ranges: VertexRanges,
+    part: int,
+    words: int,
+) -> dict[str, PreparedSequence]:
+    """Device ``part``'s sequences: init, a level's first half (whole, or its direction
+    step and the rest apart), its second half, the counts."""
+    steps = parted_steps(graph, mine, ranges, part, words)
+    direction, *rest = steps["first_half"]
     sequences = {
-        "init": backend.prepare_repeated(init, []),
-        "first_half": backend.prepare_repeated(first_half, []),
-        "second_half": backend.prepare_repeated([], second_half),
+        "init": backend.prepare_repeated(steps["init"], []),
+        "first_half": backend.prepare_repeated(steps["first_half"], []),
+        # Apart, so that reading the state waits for the direction step only.
+        "direction": backend.prepare_repeated([direction], []),
+        "first_half_rest": backend.prepare_repeated(rest, []),
+        "second_half": backend.prepare_repeated([], steps["second_half"]),
     }
-    if levels is None:
-        count = Step(
-            msbfs_part_count,
-            {
-                "offsets": offsets,
-                "sources": mine["sources"],
-                "visited": mine["visited"],
-                "counts": mine["counts"],
-            },
-            {"words": words},
-        )
+    if "counts" in steps:
         sequences["counts"] = backend.prepare_repeated(
-            [count], [], reads=[ReadRange(mine["counts"])]
+            steps["counts"], [], reads=[ReadRange(mine["counts"])]
         )
     return sequences
 
@@ -388,13 +418,22 @@ class PartedTraversal:
             while True:
                 if check is not None:
                     check()
-                for _ in range(batch):
-                    self._level(scratch, mode, work)
+                # A level a wait (wide slots): the level's frontier copies and second half
+                # are enqueued once its direction step has said that the traversal goes
+                # on, so the level that finds the end copies no slot.
+                if cap == 1:
+                    self._first_half(scratch, mode, work, apart=True)
+                else:
+                    for _ in range(batch):
+                        self._first_half(scratch, mode, work)
+                        self._second_half(scratch, work)
                 state = await self._backends[0].read(scratch.buffers[0]["state"])
                 self.host_waits += 1
                 _raise_first(work)
                 if state[PSTATE_DONE]:
                     break
+                if cap == 1:
+                    self._second_half(scratch, work)
                 batch = min(batch * 2, cap)
             self.levels += int(state[PSTATE_LEVELS_RUN])
             rows = await self._results(scratch, count)
@@ -405,15 +444,17 @@ class PartedTraversal:
         _raise_first(work)
         return rows
 
-    def _level(
+    def _first_half(
         self,
         scratch: PartedScratch,
         mode: int,
         work: list[PendingDispatch[list[np.ndarray]] | Completion],
+        *,
+        apart: bool = False,
     ) -> None:
-        """Enqueue one level on every device, its copies included; wait for nothing."""
+        """Enqueue a level's statistics copies and first half on every device (``apart``:
+        its direction step as a submission of its own)."""
         links, parts = self._links, self._ranges.parts
-        slot = self._ranges.chunk * scratch.shape[0]
         buffers = scratch.buffers
         for d in range(parts):
             for e in range(parts):
@@ -428,7 +469,21 @@ class PartedTraversal:
                         )
                     )
         for seqs in scratch.sequences:
-            work.append(seqs["first_half"].submit(0, scalars={"mode": mode}))
+            if apart:
+                work.append(seqs["direction"].submit(0, scalars={"mode": mode}))
+                work.append(seqs["first_half_rest"].submit(0))
+            else:
+                work.append(seqs["first_half"].submit(0, scalars={"mode": mode}))
+
+    def _second_half(
+        self,
+        scratch: PartedScratch,
+        work: list[PendingDispatch[list[np.ndarray]] | Completion],
+    ) -> None:
+        """Enqueue a level's frontier copies and second half on every device."""
+        links, parts = self._links, self._ranges.parts
+        slot = self._ranges.chunk * scratch.shape[0]
+        buffers = scratch.buffers
         for d in range(parts):
             for e in range(parts):
                 if e != d:
@@ -452,18 +507,34 @@ class PartedTraversal:
         lanes = MSBFS_LANES_PER_WORD * words
         ranges = self._ranges
         if readback == "counts":
+            # Every device counts at once; then each device's counts are collected.
+            pending = [seqs["counts"].submit(0) for seqs in scratch.sequences]
             total = np.zeros(lanes, np.int64)
-            for seqs in scratch.sequences:
-                (counts,), _ = await seqs["counts"].run(0)
+            for each in pending:
+                (counts,) = await each
                 total += counts
             return total[:count].astype(np.int32)
         rows = np.empty((count, ranges.num_vertices), np.int32)
-        for d, (backend, mine) in enumerate(zip(self._backends, scratch.buffers, strict=True)):
+
+        async def share(d: int) -> None:
             first, stop = ranges.bounds(d)
             if stop > first:
                 # Lane-major: the used lanes' rows are the buffer's first ones.
-                share = await backend.read(mine["levels"], 0, count * (stop - first))
-                rows[:, first:stop] = share.reshape(count, stop - first)
+                got = await self._backends[d].read(
+                    scratch.buffers[d]["levels"], 0, count * (stop - first)
+                )
+                rows[:, first:stop] = got.reshape(count, stop - first)
+
+        # Every device's share at once (each over its own link to the host).
+        try:
+            async with anyio.create_task_group() as tg:
+                for d in range(ranges.parts):
+                    tg.start_soon(share, d)
+        except BaseExceptionGroup as group:
+            error = sole_vyre_error(group)
+            if error is None:
+                raise
+            raise error from None
         return rows
 
 

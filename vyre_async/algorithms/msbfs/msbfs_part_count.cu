@@ -1,8 +1,11 @@
-#include "msbfs_part_prelude.cuh"
+#include "msbfs_part_lists.cuh"
 
-// counts[lane]: this device's vertices the lane reached. A task is one word of
-// PART_COUNT_TILE vertices, summed per bit in registers, then one atomic per lane.
-// sources is never read: it is bound so that lanes derives from its length.
+// counts[lane]: this device's vertices the lane reached. A warp takes a task, one word
+// of PART_COUNT_TILE vertices (neighbouring warps take the other words of the same
+// vertices, which share cache lines), 32 vertices a pass: ballot b holds bit b of the
+// 32 words, so its popcount is lane b's share; then one atomic per lane and task, as
+// one device's msbfs_count does. sources is never read: it is bound so that lanes
+// derives from its length.
 extern "C" __global__ void msbfs_part_count(const long long* __restrict__ offsets,
                                             const int* __restrict__ sources,
                                             const unsigned long long* __restrict__ visited,
@@ -16,27 +19,40 @@ extern "C" __global__ void msbfs_part_count(const long long* __restrict__ offset
     if (nd <= 0 || words < 1 || words > PART_MAX_WORDS || lw < nd * words) {
         return;
     }
-    const long long tiles = (nd + PART_COUNT_TILE - 1) / PART_COUNT_TILE;
-    for (long long task = part_tid(); task < tiles * words; task += part_threads()) {
+    const int lane = (int)(threadIdx.x & 31u);
+    const long long warp = part_tid() >> 5;
+    const long long warps = part_threads() >> 5;
+    const long long tasks = (nd + PART_COUNT_TILE - 1) / PART_COUNT_TILE * words;
+    for (long long task = warp; task < tasks; task += warps) {
         const long long tile = task / words;
         const int w = (int)(task - tile * words);
-        const long long stop = min((tile + 1) * PART_COUNT_TILE, nd);
-        int found[64];
-        for (int b = 0; b < 64; ++b) {
-            found[b] = 0;
-        }
-        for (long long i = tile * PART_COUNT_TILE; i < stop; ++i) {
-            unsigned long long bits = visited[i * words + w];
-            while (bits != 0ull) {
-                found[__ffsll((long long)bits) - 1] += 1;
-                bits &= bits - 1ull;
+        const long long first = tile * PART_COUNT_TILE;
+        const long long last = min(first + PART_COUNT_TILE, nd);
+        int low = 0;   // lane 64w + lane
+        int high = 0;  // lane 64w + 32 + lane
+        for (long long base = first; base < last; base += 32) {
+            const long long v = base + lane;
+            const unsigned long long x = v < last ? __ldg(&visited[v * words + w]) : 0ull;
+            if (!__any_sync(PART_FULL_MASK, x != 0ull)) {
+                continue;
+            }
+#pragma unroll 8
+            for (int b = 0; b < 32; ++b) {
+                const int lo = __popc(__ballot_sync(PART_FULL_MASK, (unsigned)(x >> b) & 1u));
+                const int hi =
+                    __popc(__ballot_sync(PART_FULL_MASK, (unsigned)(x >> (b + 32)) & 1u));
+                if (lane == b) {
+                    low += lo;
+                    high += hi;
+                }
             }
         }
-        for (int b = 0; b < 64; ++b) {
-            const int lane = 64 * w + b;
-            if (found[b] != 0 && lane < lanes) {
-                atomicAdd(&counts[lane], found[b]);
-            }
+        const int lane_low = 64 * w + lane;
+        if (low != 0 && lane_low < lanes) {
+            atomicAdd(&counts[lane_low], low);
+        }
+        if (high != 0 && lane_low + 32 < lanes) {
+            atomicAdd(&counts[lane_low + 32], high);
         }
     }
 }

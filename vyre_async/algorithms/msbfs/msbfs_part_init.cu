@@ -1,7 +1,7 @@
 #include "msbfs_part_prelude.cuh"
 
 // Sets up one device's share of a partitioned traversal: the state (the same on every
-// device: every device reads every source), its vertices' visited bits and frontier
+// device: every device reads every source; every source's lane live), its vertices' visited bits and frontier
 // (the own slot of recv), a cleared next, and the statistics of its share of the
 // sources for the first direction step. Each block builds a tile of words in shared
 // memory (cleared, then the source bits that fall in it) and stores it.
@@ -71,6 +71,8 @@ extern "C" __global__ void msbfs_part_init(const long long* __restrict__ offsets
         }
         if (threadIdx.x < PART_MAX_WORDS) {
             part_u64(state, PSTATE_ACTIVE)[threadIdx.x] = active[threadIdx.x];
+            part_u64(state, PSTATE_LIVE)[threadIdx.x] = active[threadIdx.x];
+            stats_out[STAT_GAINED + threadIdx.x] = 0ull;
         }
     }
     if (!valid) {

@@ -1,7 +1,9 @@
 #include "msbfs_part_lists.cuh"
 
 // Top-down: this device's vertices' discoveries, or-ed from its own outbox slot and the
-// slots the others sent it, less what they had visited.
+// slots the others sent it, less what they had visited. next is zero at every level's
+// start (init clears it, advance clears each word it takes), so only the words that
+// discovered a lane are stored.
 extern "C" __global__ void msbfs_part_merge(const long long* __restrict__ offsets,
                                             const unsigned long long* __restrict__ recv,
                                             const unsigned long long* __restrict__ send,
@@ -33,6 +35,9 @@ extern "C" __global__ void msbfs_part_merge(const long long* __restrict__ offset
         }
         int w = 0;
         part_split(t, words, &w);
-        next[t] = found & ~visited[t] & part_active(state, w);
+        const unsigned long long fresh = found & ~visited[t] & part_active(state, w);
+        if (fresh != 0ull) {
+            next[t] = fresh;
+        }
     }
 }

@@ -35,6 +35,13 @@ __device__ __forceinline__ unsigned long long part_active(const int* state, int 
     return part_u64(state, PSTATE_ACTIVE)[w];
 }
 
+// The lanes of word w whose frontier is not empty on some device: the only lanes a
+// bottom-up level looks for (the direction step keeps them).
+__device__ __forceinline__ unsigned long long part_live(const int* state, int w)
+{
+    return part_u64(state, PSTATE_LIVE)[w];
+}
+
 __device__ __forceinline__ long long part_tid()
 {
     return (long long)blockIdx.x * blockDim.x + threadIdx.x;

@@ -1,11 +1,13 @@
 #include "msbfs_part_lists.cuh"
 
-// Bottom-up: each lane word a vertex of this device still needs is looked for among its
-// in-neighbours' frontier words (recv holds every device's frontier at its global
-// place); a scan stops once every needed lane is found. A warp takes 32 / group
+// Bottom-up: each lane word a vertex of this device still needs (live lanes it has not
+// visited) is looked for among its in-neighbours' frontier words (recv holds every
+// device's frontier at its global place); a scan stops once every needed lane is found,
+// and a vertex that needs none is skipped. A warp takes 32 / group
 // vertices, a team each; a narrow in-list is walked by its team, a wide one by the
-// whole warp. Writes every vertex's next words: a hub's (PART_HUB_LANE_EDGES / group
-// in-edges or more) as zero, for msbfs_part_pull_hubs, which runs after it, to fill.
+// whole warp; a hub's (PART_HUB_LANE_EDGES / group in-edges or more) is left to
+// msbfs_part_pull_hubs. next is zero at every level's start (init clears it, advance
+// clears each word it takes), so only the words that found a lane are stored.
 extern "C" __global__ void msbfs_part_pull(const long long* __restrict__ in_offsets,
                                            const int* __restrict__ in_indices,
                                            const unsigned long long* __restrict__ recv,
@@ -33,7 +35,7 @@ extern "C" __global__ void msbfs_part_pull(const long long* __restrict__ in_offs
     const int slot = lane / group;
     const int w = lane % group;
     const unsigned team = part_team_mask(group, slot);
-    const unsigned long long live = w < words ? part_active(state, w) : 0ull;
+    const unsigned long long live = w < words ? part_live(state, w) : 0ull;
     const long long hub_min = part_hub_min(group);
     const long long warp = ((long long)blockIdx.x * blockDim.x + threadIdx.x) >> 5;
     const long long warps = ((long long)gridDim.x * blockDim.x) >> 5;
@@ -99,7 +101,7 @@ extern "C" __global__ void msbfs_part_pull(const long long* __restrict__ in_offs
             const unsigned have = __ballot_sync(PART_FULL_MASK, (acc & need) == need);
             covered = covered || (have & team) == team || j >= stop;
         }
-        if (mine) {
+        if (mine && (acc & need) != 0ull) {
             next[i] = acc & need;
         }
     }

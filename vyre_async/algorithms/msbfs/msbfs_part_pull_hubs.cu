@@ -1,8 +1,10 @@
 #include "msbfs_part_lists.cuh"
 
 // Pulls the part of hub h's in-list inside edges [cs, ce) and ors what it finds into
-// next. Chunks of one hub race on its next words, but next only gains bits. All 32
-// lanes call it with the same h.
+// next. Chunks of one hub race on its next words, but next only gains bits, so a chunk
+// looks only for the lanes no chunk that ran before it has found (next read through
+// L2, where the others' atomics land), as one device's hub chunks do through visited.
+// All 32 lanes call it with the same h.
 __device__ __forceinline__ void pull_hub_chunk(long long h,
                                                long long cs,
                                                long long ce,
@@ -25,7 +27,7 @@ __device__ __forceinline__ void pull_hub_chunk(long long h,
         return;  // msbfs_part_pull took it
     }
     const long long i = h * words + w;
-    const unsigned long long need = w < words ? ~visited[i] & live : 0ull;
+    const unsigned long long need = w < words ? ~(visited[i] | __ldcg(&next[i])) & live : 0ull;
     if (!__any_sync(PART_FULL_MASK, need != 0ull)) {
         return;
     }
@@ -39,7 +41,7 @@ __device__ __forceinline__ void pull_hub_chunk(long long h,
 
 // Bottom-up, the hubs: this device's in-edges in chunks of PART_HUB_LANE_EDGES / group,
 // a warp a chunk; at most two hubs meet a chunk (the owners of its first and last
-// edges). Runs after msbfs_part_pull, which wrote the hubs' next words as zero.
+// edges). next is zero at the level's start; msbfs_part_pull leaves the hubs' words.
 extern "C" __global__ void msbfs_part_pull_hubs(const long long* __restrict__ in_offsets,
                                                 const int* __restrict__ in_indices,
                                                 const unsigned long long* __restrict__ recv,
@@ -65,7 +67,7 @@ extern "C" __global__ void msbfs_part_pull_hubs(const long long* __restrict__ in
     const int lane = (int)(threadIdx.x & 31u);
     const int slot = lane / group;
     const int w = lane % group;
-    const unsigned long long live = w < words ? part_active(state, w) : 0ull;
+    const unsigned long long live = w < words ? part_live(state, w) : 0ull;
     const long long hub_min = part_hub_min(group);
     const long long edges = min(__ldg(&in_offsets[nd]), ein);
     const long long chunks = edges > 0 ? (edges + hub_min - 1) / hub_min : 0;
