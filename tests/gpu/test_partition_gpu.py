@@ -13,19 +13,9 @@ import vyre_async as va
 from vyre_async.algorithms.msbfs import run_parted_traversals
 from vyre_async.backends.cuda import _peer as cuda_peer
 from vyre_async.cuda import PeerRoute
+from vyre_async.testing import gpu_count
 
-
-def _gpu_count() -> int:
-    from vyre_async.cuda._driver import call, load_driver
-
-    try:
-        driver = load_driver()
-    except va.VyreError:
-        return 0
-    return int(call(driver.cuDeviceGetCount))
-
-
-GPUS = _gpu_count()
+GPUS = gpu_count()
 pytestmark = pytest.mark.skipif(GPUS < 2, reason="needs at least two GPUs")
 
 #: Seconds any one test may take: a copy that never completes fails, never hangs.
