@@ -15,11 +15,11 @@ from ._actor import GraphWorker as GraphWorker
 from ._actor import WorkerInfo as WorkerInfo
 from ._executor import RayConnection as RayConnection
 from ._executor import RayExecutor as RayExecutor
-from ._executor import RayTarget as RayTarget
 from ._executor import connect_ray as connect_ray
 from ._executor import ray_target as ray_target
 from ._store import GraphStore as GraphStore
 from ._store import KeptGraph as KeptGraph
+from ._target import RayTarget as RayTarget
 
 _register_executor("ray", RayExecutor())
 
