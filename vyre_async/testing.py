@@ -145,7 +145,7 @@ def gpu_count() -> int:
 
     Meant for ``pytest.mark.skipif(gpu_count() < 2, ...)`` in tests that need several.
     """
-    from .cuda._driver import call, load_driver
+    from .cuda import call, load_driver
     from .errors import VyreError
 
     try:
