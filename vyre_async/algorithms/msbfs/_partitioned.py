@@ -7,7 +7,9 @@ enqueues several levels on every device, copies included, then waits once: it re
 device 0's state, which every device keeps the same; batches double, as on one device.
 Where a slot is so wide that a batch is one level, the host reads the state once the
 level's direction step has run and only then enqueues the level's copies and second
-half, so the level that finds the end copies nothing.
+half, so the level that finds the end copies nothing. Level rows come back in a host
+array made as the traversal starts, its pages touched meanwhile (:mod:`._host_rows`);
+a lone row's range on each device is read straight into its slice.
 
 A traversal's buffers on every device make a :class:`PartedScratch` of one shape (lane
 words, readback), which a caller may keep for the next traversal of that shape.
