@@ -418,6 +418,58 @@ async def test_a_failed_read_of_one_devices_rows_raises_its_own_error(
             await session.bfs_many(sources)
 
 
+@pytest.mark.parametrize("devices", [2, 3])
+async def test_a_lone_bfs_reads_each_devices_levels_straight_into_its_row(
+    devices: int, rng: np.random.Generator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A lone BFS on a split graph: every device with vertices reads its range of the
+    levels once, into that range of the array returned (no array in between), and the
+    row equals SciPy's; a device without vertices reads nothing."""
+    graph = SHAPES["device_without_vertices" if devices == 3 else "random_directed"](rng)
+    source = int(rng.integers(0, graph.num_vertices))
+    async with (
+        va.open_devices(
+            "cpu", devices=list(range(devices)), memory_limit=split_limit(graph, devices)
+        ) as group,
+        va.resident_graph(group, graph) as session,
+    ):
+        partition = session._partition
+        assert partition is not None
+        await session.bfs(source)  # its scratch is kept: the next BFS reads these buffers
+        (scratch,) = partition._idle[("msbfs", "parts", 1, "levels")]
+        levels_buffers = [mine["levels"] for mine in scratch.buffers]  # type: ignore[attr-defined]
+        reads: list[tuple[int, int, np.ndarray | None]] = []
+        for d, backend in enumerate(group.backends):
+            original = backend.read
+
+            async def spy(
+                buffer: Any,
+                offset: int = 0,
+                count: int | None = None,
+                *,
+                out: np.ndarray | None = None,
+                d: int = d,
+                original: Any = original,
+            ) -> Any:
+                if buffer is levels_buffers[d]:
+                    reads.append((d, offset, out))
+                return await original(buffer, offset, count, out=out)
+
+            monkeypatch.setattr(backend, "read", spy)
+        row = await session.bfs(source)
+    np.testing.assert_array_equal(row, scipy_levels(graph, source))
+    ranges = partition.ranges
+    owners = [d for d in range(devices) if ranges.size(d) > 0]
+    assert sorted(d for d, _, _ in reads) == owners
+    for d, offset, out in reads:
+        first, stop = ranges.bounds(d)
+        assert offset == 0
+        assert out is not None
+        assert np.shares_memory(out, row)
+        assert out.ctypes.data == row.ctypes.data + 4 * first
+        assert out.size == stop - first
+
+
 def test_wide_slots_get_fewer_levels_per_host_wait() -> None:
     """A level past the end still copies its slots: 1 GiB slots run one level per host
     wait, small ones up to the cap of 64."""

@@ -152,3 +152,48 @@ async def test_a_refused_copy_is_an_error_not_a_hang(
             after = [b.live_allocations() for b in group.backends]  # type: ignore[attr-defined]
     assert sim.calls["cuMemcpyPeerAsync"] > 0
     assert after == before
+
+
+class RecordingCopiesOut(TwoDevices):
+    """Two simulated devices that record where each device-to-host copy lands."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.copied_out: list[tuple[int, int]] = []  # (host address, bytes)
+
+    def cuMemcpyDtoHAsync(  # noqa: N802 - the driver's name
+        self, dst: Any, src: Any, nbytes: int, stream: Any
+    ) -> tuple[Any]:
+        self.copied_out.append((int(dst), int(nbytes)))
+        return super().cuMemcpyDtoHAsync(dst, src, nbytes, stream)
+
+
+async def test_a_lone_bfs_lands_each_devices_levels_in_the_returned_row(
+    rng: np.random.Generator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A lone BFS over two CUDA backends (simulated) whose reads of these sizes take the
+    driver's pageable copy: each device's levels are copied by the driver straight into
+    its range of the row returned, which equals SciPy's."""
+    from vyre_async.backends.cuda import _launch as cuda_launch
+    from vyre_async.backends.cuda import _reads
+    from vyre_async.cuda import _driver
+
+    sim = RecordingCopiesOut((*MSBFS_PART_KERNELS, *PAGERANK_PART_KERNELS), lag=1, devices=2)
+    sim._faults = {}
+    monkeypatch.setattr(_driver, "_driver", sim)
+    monkeypatch.setattr(_driver, "_failure", None)
+    monkeypatch.setattr(cuda_launch, "compile_kernel", sim.compile)
+    monkeypatch.setattr(_reads, "PAGEABLE_READ_MIN_BYTES", 1)
+    graph = SHAPES["random_directed"](rng)
+    source = int(rng.integers(0, graph.num_vertices))
+    async with (
+        va.open_devices("cuda", devices=[0, 1], memory_limit=split_limit(graph, 2)) as group,
+        va.resident_graph(group, graph) as session,
+    ):
+        ranges = session._partition.ranges  # type: ignore[union-attr]
+        sim.copied_out.clear()
+        row = await session.bfs(source)
+    np.testing.assert_array_equal(row, reference_rows(graph, np.array([source]))[0])
+    for d in range(2):
+        first, stop = ranges.bounds(d)
+        assert (row.ctypes.data + 4 * first, 4 * (stop - first)) in sim.copied_out

@@ -85,6 +85,32 @@ async def test_split_rmat_on_two_gpus_equals_one_gpu(rng: np.random.Generator) -
     assert after == before
 
 
+async def test_split_lone_bfs_of_a_million_vertices_equals_one_gpu(
+    rng: np.random.Generator,
+) -> None:
+    """R-MAT 20 split over two GPUs: each device's 2 MiB range of a lone BFS's levels is
+    read by the driver's pageable copy straight into the row, whose 4 MiB were touched
+    while the devices traversed; the rows equal one GPU's."""
+    graph = await anyio.to_thread.run_sync(va.graphs.rmat, 20, 8, int(rng.integers(1 << 30)))
+    degrees = np.diff(graph.offsets)
+    sources = [int(np.argmax(degrees)), *rng.integers(0, graph.num_vertices, 2).tolist()]
+    with anyio.fail_after(NO_HANG_S):
+        async with (
+            va.open_devices("cuda", devices=[0]) as one_group,
+            va.resident_graph(one_group, graph) as one,
+        ):
+            want = [await one.bfs(s) for s in sources]
+        async with (
+            va.open_devices("cuda", devices=[0, 1], memory_limit=split_limit(graph, 2)) as group,
+            va.resident_graph(group, graph) as session,
+        ):
+            assert session.placement is not None
+            assert session.placement.mode == "partition"
+            got = [await session.bfs(s) for s in sources]
+    for row, expected in zip(got, want, strict=True):
+        np.testing.assert_array_equal(row, expected)
+
+
 @pytest.mark.parametrize("direction", ["top_down", "bottom_up"])
 async def test_every_level_one_way_on_gpus_equals_scipy(
     direction: str, rng: np.random.Generator

@@ -7,7 +7,9 @@ enqueues several levels on every device, copies included, then waits once: it re
 device 0's state, which every device keeps the same; batches double, as on one device.
 Where a slot is so wide that a batch is one level, the host reads the state once the
 level's direction step has run and only then enqueues the level's copies and second
-half, so the level that finds the end copies nothing.
+half, so the level that finds the end copies nothing. Level rows come back in a host
+array made as the traversal starts, its pages touched meanwhile (:mod:`._host_rows`);
+a lone row's range on each device is read straight into its slice.
 
 A traversal's buffers on every device make a :class:`PartedScratch` of one shape (lane
 words, readback), which a caller may keep for the next traversal of that shape.
@@ -29,6 +31,7 @@ from ...errors import UnsupportedFeatureError, ValidationError
 from ...graphs import VertexRanges
 from ...streams import Completion, PendingDispatch
 from .._kind import DEFAULT_QUERY_BUDGET, Partition
+from ._host_rows import touch_pages
 from ._layout import MSBFS_LANES_PER_WORD, MSBFS_MAX_WORDS, MSBFS_UNLIMITED
 from ._part_kernels import (
     msbfs_part_advance,
@@ -390,7 +393,7 @@ class PartedTraversal:
             VyreError: A kernel or a copy failed (raised once every device's work on
                 the scratch has ended).
         """
-        words, _ = scratch.shape
+        words, readback = scratch.shape
         lanes = MSBFS_LANES_PER_WORD * words
         count = len(sources)
         if count > lanes:
@@ -407,42 +410,69 @@ class PartedTraversal:
         lane_sources = np.full(lanes, -1, np.int32)
         lane_sources[:count] = sources
         work: list[PendingDispatch[list[np.ndarray]] | Completion] = []
+        # The level rows' host array, its pages mapped by worker threads while the
+        # devices traverse (see ._host_rows).
+        rows = (
+            None if readback == "counts" else np.empty((count, self._ranges.num_vertices), np.int32)
+        )
         try:
             for backend, mine in zip(self._backends, scratch.buffers, strict=True):
                 await backend.write(mine["sources"], lane_sources)
             for seqs in scratch.sequences:
                 work.append(seqs["init"].submit(0, scalars={"max_level": int(max_level)}))
-            cap = levels_per_batch(8 * self._ranges.chunk * words)
-            batch = min(cap, FIRST_LEVELS if max_level >= FIRST_LEVELS else int(max_level) + 1)
-            batch = max(1, batch)
-            while True:
-                if check is not None:
-                    check()
-                # A level a wait (wide slots): the level's frontier copies and second half
-                # are enqueued once its direction step has said that the traversal goes
-                # on, so the level that finds the end copies no slot.
-                if cap == 1:
-                    self._first_half(scratch, mode, work, apart=True)
-                else:
-                    for _ in range(batch):
-                        self._first_half(scratch, mode, work)
-                        self._second_half(scratch, work)
-                state = await self._backends[0].read(scratch.buffers[0]["state"])
-                self.host_waits += 1
-                _raise_first(work)
-                if state[PSTATE_DONE]:
-                    break
-                if cap == 1:
-                    self._second_half(scratch, work)
-                batch = min(batch * 2, cap)
-            self.levels += int(state[PSTATE_LEVELS_RUN])
-            rows = await self._results(scratch, count)
+            try:
+                async with anyio.create_task_group() as tg:
+                    if rows is not None:
+                        tg.start_soon(touch_pages, rows)
+                    await self._levels(scratch, mode, max_level, work, check)
+            except BaseExceptionGroup as group:
+                error = sole_vyre_error(group)
+                if error is None:
+                    raise
+                raise error from None
+            result = await self._results(scratch, count, rows)
         finally:
             with anyio.CancelScope(shield=True):
                 for backend, mine in zip(self._backends, scratch.buffers, strict=True):
                     await backend.settle(list(mine.values()))
         _raise_first(work)
-        return rows
+        return result
+
+    async def _levels(
+        self,
+        scratch: PartedScratch,
+        mode: int,
+        max_level: int,
+        work: list[PendingDispatch[list[np.ndarray]] | Completion],
+        check: Callable[[], None] | None,
+    ) -> None:
+        """Enqueue levels in batches on every device, reading the state between them,
+        until it says the traversal is done."""
+        words = scratch.shape[0]
+        cap = levels_per_batch(8 * self._ranges.chunk * words)
+        batch = min(cap, FIRST_LEVELS if max_level >= FIRST_LEVELS else int(max_level) + 1)
+        batch = max(1, batch)
+        while True:
+            if check is not None:
+                check()
+            # A level a wait (wide slots): the level's frontier copies and second half
+            # are enqueued once its direction step has said that the traversal goes
+            # on, so the level that finds the end copies no slot.
+            if cap == 1:
+                self._first_half(scratch, mode, work, apart=True)
+            else:
+                for _ in range(batch):
+                    self._first_half(scratch, mode, work)
+                    self._second_half(scratch, work)
+            state = await self._backends[0].read(scratch.buffers[0]["state"])
+            self.host_waits += 1
+            _raise_first(work)
+            if state[PSTATE_DONE]:
+                break
+            if cap == 1:
+                self._second_half(scratch, work)
+            batch = min(batch * 2, cap)
+        self.levels += int(state[PSTATE_LEVELS_RUN])
 
     def _first_half(
         self,
@@ -501,12 +531,15 @@ class PartedTraversal:
         for seqs in scratch.sequences:
             work.append(seqs["second_half"].submit(1))
 
-    async def _results(self, scratch: PartedScratch, count: int) -> np.ndarray:
-        """Each device's share of the rows, put together."""
-        words, readback = scratch.shape
+    async def _results(
+        self, scratch: PartedScratch, count: int, rows: np.ndarray | None
+    ) -> np.ndarray:
+        """Each device's share of the rows, put together in ``rows`` (levels), or the
+        devices' counts added up (``rows`` is ``None``)."""
+        words, _ = scratch.shape
         lanes = MSBFS_LANES_PER_WORD * words
         ranges = self._ranges
-        if readback == "counts":
+        if rows is None:
             # Every device counts at once; then each device's counts are collected.
             pending = [seqs["counts"].submit(0) for seqs in scratch.sequences]
             total = np.zeros(lanes, np.int64)
@@ -514,16 +547,20 @@ class PartedTraversal:
                 (counts,) = await each
                 total += counts
             return total[:count].astype(np.int32)
-        rows = np.empty((count, ranges.num_vertices), np.int32)
 
         async def share(d: int) -> None:
             first, stop = ranges.bounds(d)
-            if stop > first:
-                # Lane-major: the used lanes' rows are the buffer's first ones.
-                got = await self._backends[d].read(
-                    scratch.buffers[d]["levels"], 0, count * (stop - first)
-                )
-                rows[:, first:stop] = got.reshape(count, stop - first)
+            if stop <= first:
+                return
+            levels, backend = scratch.buffers[d]["levels"], self._backends[d]
+            if count == 1:
+                # A lone row: the device's range lands straight in its slice of it,
+                # with no array in between to allocate and copy out of.
+                await backend.read(levels, 0, stop - first, out=rows[0, first:stop])
+                return
+            # Lane-major: the used lanes' rows are the buffer's first ones.
+            got = await backend.read(levels, 0, count * (stop - first))
+            rows[:, first:stop] = got.reshape(count, stop - first)
 
         # Every device's share at once (each over its own link to the host).
         try:
