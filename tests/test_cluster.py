@@ -30,6 +30,7 @@ from vyre_async.cluster._wire import ActorJob
 from vyre_async.graphs import save_npz
 from vyre_async.jobs import JobRunner, load_job
 from vyre_async.jobs.graph import graph_fingerprint, graph_loads
+from vyre_async.jobs.runner._graph_start import GraphStart
 from vyre_async.testing import capture_logs
 
 
@@ -443,3 +444,45 @@ async def test_a_kept_actor_exits_when_the_store_is_gone(tmp_path: Path) -> None
     with anyio.fail_after(60):
         while await anyio.to_thread.run_sync(_alive, names):  # noqa: ASYNC110 - Ray's own
             await anyio.sleep(0.05)
+
+
+@pytest.mark.usefixtures("ray_instance")
+async def test_kept_actors_outlast_a_driver_slower_than_their_idle_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A driver that sends its first block 2 s after its actors are ready (idle time
+    0.5 s) keeps them: its pauses are not a dead driver's, and its items all commit."""
+    take = GraphStart.take
+    logs: list[dict[str, Any]] = []
+
+    async def slow_take(self: GraphStart) -> Any:
+        graph = await take(self)
+        while len([e for e in logs if e["event"] == "ray_actor_ready"]) < 2:  # noqa: ASYNC110
+            await anyio.sleep(0.05)  # the actors' start is Ray's: no event to wait on
+        await anyio.sleep(2.0)  # real time: the actors' idle clock is their processes'
+        return graph
+
+    graph = {"kind": "rmat", "scale": 9, "edge_factor": 8, "seed": 41}
+    first = await job_file(  # puts the graph into the store, so actors start without us
+        await _folder(tmp_path / "first"),
+        [{"kind": "reach", "sources": [0]}],
+        job={"executor": "ray", "ray_workers": 1},
+        graph=graph,
+    )
+    with anyio.fail_after(240):
+        assert (await _run(first)).status == "complete"
+    monkeypatch.setattr(GraphStart, "take", slow_take)
+    job = await job_file(
+        tmp_path,
+        [{"kind": "reach", "sources": {"random": 300, "seed": 4}}],
+        job={"executor": "ray", "ray_keep_actors_s": 0.5, "ray_workers": 2},
+        graph=graph,
+        limits={"retries": 0},
+    )
+    with capture_logs() as captured, anyio.fail_after(240):
+        logs = captured
+        summary = await _run(job)
+    assert [e["warm"] for e in logs if e["event"] == "ray_actors_started"] == [0]
+    assert summary.status == "complete"
+    assert summary.items_failed == 0
+    assert sorted(r.id for r in await committed(tmp_path / "out")) == list(range(300))

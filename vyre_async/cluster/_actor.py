@@ -83,6 +83,7 @@ class GraphWorker:
         self._blocks = 0
         self._starting: anyio.Lock | None = None
         self._last_asked = time.monotonic()
+        self._running = 0  # blocks running now: never idle meanwhile
         self._watch = 0
 
     def _adopt(self, job: bytes) -> None:
@@ -122,7 +123,13 @@ class GraphWorker:
                 except BaseException:
                     await self.close()
                     raise
+        self._last_asked = time.monotonic()  # idle from when it is ready, not from the ask
         return self._session
+
+    async def touch(self) -> None:
+        """Its driver lives: count the actor as asked for work now (see
+        :meth:`keep_warm`)."""
+        self._last_asked = time.monotonic()
 
     async def start(self) -> float:
         """Open the backend and upload the graph now, before the first block; return
@@ -162,18 +169,19 @@ class GraphWorker:
         return self._starting
 
     async def keep_warm(self, pool: str, name: str, idle_s: float) -> None:
-        """Stay alive while asked for work; once nothing was asked for ``idle_s``
-        seconds and the store agrees (:meth:`~._store.GraphStore.retire`), close and
-        exit. A later call takes over from an earlier one (which returns), so one
-        watch runs whatever the number of jobs; the driver calls it when it creates a
-        kept actor (so an actor whose driver died exits too) and when it parks one
-        (so one that Ray restarted is watched again)."""
+        """Stay alive while asked for work (a block, or its driver's :meth:`touch`);
+        once nothing was asked for ``idle_s`` seconds and the store agrees
+        (:meth:`~._store.GraphStore.retire`), close and exit. A later call takes over
+        from an earlier one (which returns), so one watch runs whatever the number of
+        jobs; the driver calls it when it creates a kept actor (so an actor whose
+        driver died exits too) and when it parks one (so one that Ray restarted is
+        watched again)."""
         import ray
 
         self._watch += 1
         watch = self._watch
         while watch == self._watch:
-            idle = time.monotonic() - self._last_asked
+            idle = 0.0 if self._running else time.monotonic() - self._last_asked
             if idle >= idle_s:
                 try:
                     retire = await self._store.retire.remote(pool, name, idle_s)
@@ -189,11 +197,16 @@ class GraphWorker:
 
     async def run_block(self, request: bytes) -> bytes:
         """Run one block (a msgpack :class:`BlockRequest`); return its result as bytes."""
-        session = await self._session_now()
-        block = msgspec.msgpack.decode(request, type=BlockRequest)
-        result = await execute_block(
-            session, self._workloads[block.workload], block.sources.array()
-        )
+        self._running += 1
+        try:
+            session = await self._session_now()
+            block = msgspec.msgpack.decode(request, type=BlockRequest)
+            result = await execute_block(
+                session, self._workloads[block.workload], block.sources.array()
+            )
+        finally:
+            self._running -= 1
+            self._last_asked = time.monotonic()
         self._blocks += 1
         return encode_result(result)
 

@@ -218,6 +218,20 @@ class RayConnection:
         """The store's pool of warm actors this job can take: its graph and backend."""
         return f"{self._graph_key}/{self._spec.job.backend}"
 
+    async def _keep_alive(self) -> None:
+        """While this driver lives, touch its kept actors three times per idle time,
+        so that its own pauses (checks before the first block, a slow commit) never
+        look like a dead driver to them (:meth:`GraphWorker.keep_warm`)."""
+        keep_s = self._spec.job.ray_keep_actors_s
+        if not keep_s:
+            return
+        await self._ready.wait()
+        while True:
+            for generation in self._live:
+                for actor in generation.actors:
+                    actor.touch.remote()
+            await anyio.sleep(keep_s / 3)
+
     async def _watch_start(self, name: str, started: Any) -> None:
         """Log when a new actor has its backend open and the graph uploaded."""
         try:
@@ -314,12 +328,13 @@ async def connect_ray(spec: JobSpec, graph_key: str) -> AsyncIterator[RayConnect
     async with anyio.create_task_group() as tg:
         connection = RayConnection(ray, spec, graph_key, tg)
         tg.start_soon(connection._connect)
+        tg.start_soon(connection._keep_alive)
         try:
             yield connection
         finally:
             with anyio.CancelScope(shield=True):
                 await connection._disconnect()
-            tg.cancel_scope.cancel()  # actors' start watchers still waiting
+            tg.cancel_scope.cancel()  # actors' start watchers and the keep-alive
 
 
 @asynccontextmanager
