@@ -181,7 +181,9 @@ class GraphWorker:
         self._watch += 1
         watch = self._watch
         while watch == self._watch:
-            idle = 0.0 if self._running else time.monotonic() - self._last_asked
+            if self._running:  # a running block is never idle time
+                self._last_asked = time.monotonic()
+            idle = time.monotonic() - self._last_asked
             if idle >= idle_s:
                 try:
                     retire = await self._store.retire.remote(pool, name, idle_s)
@@ -192,7 +194,7 @@ class GraphWorker:
                     exit_actor: Any = ray.actor.exit_actor
                     exit_actor()
                 self._last_asked = time.monotonic()  # a job took it meanwhile
-                idle = 0.0
+                continue
             await anyio.sleep(idle_s - idle)
 
     async def run_block(self, request: bytes) -> bytes:
