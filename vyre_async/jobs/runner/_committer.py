@@ -76,7 +76,6 @@ class Committer:
         self._flushing = False
         self._cut_soon = False
         self._receiving: anyio.CancelScope | None = None
-        self._commit_failed = False
         #: The first chunk (by sequence number) whose commit failed: the chunks after
         #: it stay unlisted, the ones before it are listed all the same.
         self._failed_seq: int | None = None
@@ -193,7 +192,7 @@ class Committer:
         async with chunks, anyio.create_task_group() as tg:
             async for chunk in chunks:
                 await slots.acquire()
-                if self._commit_failed:
+                if self._failed_seq is not None:
                     break  # nothing more is written: the failure ends the run
                 ended = anyio.Event()
                 tg.start_soon(self._commit, seq, chunk, before, ended, slots)
@@ -209,7 +208,7 @@ class Committer:
     ) -> None:
         """Write chunk ``seq``, then list it once the chunk before it (``before`` set) is
         listed, unless an earlier chunk failed (a later one failing first does not
-        stop it); a failed commit sets ``_commit_failed`` before its event."""
+        stop it); a failed commit sets ``_failed_seq`` before its event."""
         records, failed, arrays = chunk
         try:
             # A commit that started finishes: its chunk is either all in or not listed.
@@ -225,7 +224,6 @@ class Committer:
                     await anyio.to_thread.run_sync(self._store.list_chunk, written)
                     startup_stage("first_chunk_committed", items=item_count(records))
                 except BaseException as exc:
-                    self._commit_failed = True
                     if self._failed_seq is None or seq < self._failed_seq:
                         self._failed_seq = seq
                     if not isinstance(exc, OSError):
