@@ -77,17 +77,13 @@ class _Generation:
         names: Their names in the cluster (``vyre-<job>-<run id>-<i>``).
         run: The run id in their names.
         found: Whether the cluster's store had the graph when they were created.
-        gpus: The GPUs the cluster had then.
     """
 
-    def __init__(
-        self, actors: list[Any], names: list[str], run: str, *, found: bool, gpus: int
-    ) -> None:
+    def __init__(self, actors: list[Any], names: list[str], run: str, *, found: bool) -> None:
         self.actors = actors
         self.names = names
         self.run = run
         self.found = found
-        self.gpus = gpus
 
 
 class RayConnection:
@@ -182,7 +178,7 @@ class RayConnection:
             actors[name] = actor
             self._tg.start_soon(self._watch_start, name, actor.start.remote())
         names = list(actors)
-        generation = _Generation(list(actors.values()), names, run, found=found, gpus=gpus)
+        generation = _Generation(list(actors.values()), names, run, found=found)
         self._live.append(generation)
         _log.info(
             "ray_actors_started",
